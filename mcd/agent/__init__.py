@@ -1,0 +1,4 @@
+"""The agent: boot checks, sync loop, update transaction, drift monitor.
+
+Composes ``mcd.host`` and ``mcd.cluster`` around plans made by ``mcd.model``.
+"""

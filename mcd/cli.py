@@ -1,0 +1,133 @@
+"""The ``mcd`` command line.
+
+This is the only layer that turns errors into exit codes. Bad input prints one
+clear line on stderr (never a traceback) and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import NoReturn, ParamSpec, TypeVar
+
+import click
+
+from mcd import __version__
+from mcd.host.rootfs import Root
+from mcd.host.validation import validate_on_disk
+from mcd.model.describe import describe_plan
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import MachineConfig, decode_document, load_machine_config
+from mcd.model.plan import make_plan
+from mcd.model.policy import DEFAULT_POLICIES, merge_policies, parse_user_policies
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_UNRECONCILABLE = 2
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def reports_config_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn ``ConfigError`` and unreadable files into one line on stderr and exit 1."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as e:
+            _fail(str(e))
+        except OSError as e:
+            _fail(f"{e.filename or ''}: {e.strerror or e}")
+
+    return wrapper
+
+
+def read_config(path: Path) -> MachineConfig:
+    """Load a MachineConfig file; errors name the file."""
+    data = path.read_bytes()
+    try:
+        return load_machine_config(data, default_name=path.stem)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcd")
+def cli() -> None:
+    """mcd: keep a node's OS configuration equal to a rendered MachineConfig."""
+
+
+@cli.command()
+@click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="MachineConfiguration YAML whose spec.nodeDisruptionPolicy is merged over the defaults.",
+)
+@click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
+@click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@reports_config_errors
+def plan(
+    old: Path, new: Path, policy_file: Path | None, force: bool, legacy: bool, as_json: bool
+) -> None:
+    """Show what moving a node from OLD to NEW changes, costs, and why.
+
+    Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
+    """
+    policies = DEFAULT_POLICIES
+    if policy_file is not None:
+        try:
+            user = parse_user_policies(decode_document(policy_file.read_bytes()))
+        except ConfigError as e:
+            raise ConfigError(f"{policy_file}: {e}") from e
+        policies = merge_policies(DEFAULT_POLICIES, user)
+    result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(describe_plan(result), nl=False)
+    sys.exit(EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE)
+
+
+@cli.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory.",
+)
+@reports_config_errors
+def validate(config: Path, root: Path) -> None:
+    """Check that the files, units, dropins and masks of CONFIG are on disk under ROOT.
+
+    Prints every mismatch (never file contents). Exit 0 when the node matches, 1 otherwise.
+    """
+    mc = read_config(config)
+    report = validate_on_disk(mc, Root(root))
+    for reason in report.reasons():
+        click.echo(reason)
+    if not report.ok:
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(
+        f"on-disk state matches {mc.name}: {report.files_checked} files, "
+        f"{report.units_checked} units checked"
+    )
+
+
+def main() -> None:
+    cli(prog_name="mcd")

@@ -1,0 +1,4 @@
+"""Everything that talks to the API server, through the ``kubernetes`` client.
+
+The only package allowed to import ``kubernetes``.
+"""

@@ -1,0 +1,111 @@
+"""Paths of the node, seen from the agent: every node path lives under one root.
+
+Symlinks are resolved the way the node itself sees them: an absolute target is
+relative to the root, never to the agent's own filesystem. A relative target
+that climbs above the root is refused (``PathEscapeError``) rather than followed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from mcd.host.errors import PathEscapeError
+
+MAX_SYMLINKS = 40
+
+
+class Root:
+    """A node's root directory (``/rootfs`` in a pod, ``/`` on a host, a temp dir in tests)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self._prefix = "" if self.path == "/" else self.path
+        self._parents: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"Root({self.path!r})"
+
+    def host(self, node_path: str) -> str:
+        """The agent-side path of a resolved node path (no symlink handling)."""
+        return self._prefix + node_path if node_path != "/" else self.path
+
+    def resolve(self, node_path: str, follow_last: bool = False) -> str:
+        """Resolve symlinks inside the root; return the node path (starting with ``/``).
+
+        Parents are always followed; the last component only with ``follow_last``.
+        Missing components are kept as they are.
+        """
+        head, _, last = node_path.rstrip("/").rpartition("/")
+        parent = self._resolve_dir(head or "/")
+        if last in ("", "."):
+            return parent
+        if last == ".." or follow_last:
+            return self._walk(parent, [last])
+        return _join(parent, last)
+
+    def _resolve_dir(self, node_dir: str) -> str:
+        cached = self._parents.get(node_dir)
+        if cached is None:
+            cached = self._walk("/", node_dir.split("/"))
+            self._parents[node_dir] = cached
+        return cached
+
+    def _walk(self, start: str, parts: list[str]) -> str:
+        current, hops = start, 0
+        todo = list(reversed(parts))
+        while todo:
+            part = todo.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if current == "/":
+                    raise PathEscapeError(f"path climbs above the root {self.path}")
+                current = current.rsplit("/", 1)[0] or "/"
+                continue
+            candidate = _join(current, part)
+            try:
+                st = os.lstat(self.host(candidate))
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            if st is None or not stat.S_ISLNK(st.st_mode):
+                current = candidate
+                continue
+            hops += 1
+            if hops > MAX_SYMLINKS:
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), candidate)
+            target = os.readlink(self.host(candidate))
+            if target.startswith("/"):
+                current = "/"
+            todo.extend(reversed(target.split("/")))
+        return current
+
+    def lstat(self, node_path: str) -> os.stat_result:
+        """``lstat`` of the node path (parents resolved inside the root)."""
+        return os.lstat(self.host(self.resolve(node_path)))
+
+    def read_bytes(self, node_path: str) -> bytes:
+        """Contents of a regular file; never follows a symlink in the last component."""
+        fd = os.open(self.host(self.resolve(node_path)), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+
+    def symlink_target(self, node_path: str) -> str:
+        """Where a symlink finally points, as a node path (chain resolved inside the root)."""
+        try:
+            return self.resolve(node_path, follow_last=True)
+        except PathEscapeError as e:
+            raise PathEscapeError(f"symlink {node_path} leads outside the root: {e}") from e
+
+    def exists(self, node_path: str) -> bool:
+        try:
+            self.lstat(node_path)
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory.rstrip('/')}/{name}" if name else directory
+

@@ -1,0 +1,153 @@
+"""On-disk validation: does the node hold exactly what a MachineConfig says?
+
+Mirrors upstream ``validateOnDiskState`` for files, units, dropins and masks:
+``lstat`` (a symlink is a mode mismatch), full mode bits, byte-exact contents.
+Unlike upstream, every mismatch is reported, not just the first. File contents
+never appear in a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from mcd.host import gomode
+from mcd.host.errors import PathEscapeError
+from mcd.host.rootfs import Root
+from mcd.model.errors import DecodeError
+from mcd.model.ignition import DEFAULT_FILE_MODE
+from mcd.model.machineconfig import MachineConfig
+from mcd.model.text import goquote
+from mcd.model.vocabulary import VALIDATION_IGNORED_PATHS, dropin_path, unit_path
+
+DEV_NULL = "/dev/null"
+
+
+class DriftKind(StrEnum):
+    FILE = "file"
+    UNIT = "unit"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    path: str
+    kind: DriftKind
+    message: str
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    config_name: str
+    mismatches: tuple[Mismatch, ...]
+    files_checked: int
+    units_checked: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def reasons(self) -> list[str]:
+        return [unexpected_state(self.config_name, m.message) for m in self.mismatches]
+
+
+def unexpected_state(config_name: str, message: str) -> str:
+    return f"unexpected on-disk state validating against {config_name}: {message}"
+
+
+def validate_on_disk(mc: MachineConfig, root: Root) -> ValidationReport:
+    """Compare files, units and dropins of ``mc`` with what is under ``root``."""
+    mismatches: list[Mismatch] = []
+    files_checked = 0
+    for file in mc.ignition.files:
+        if file.path in VALIDATION_IGNORED_PATHS:
+            continue
+        files_checked += 1
+        if file.append:
+            mismatches.append(
+                Mismatch(file.path, DriftKind.FILE, "found an append section when checking files. Append is not supported")
+            )
+            continue
+        try:
+            data = file.contents.decode()
+        except DecodeError as e:
+            mismatches.append(Mismatch(file.path, DriftKind.FILE, f"couldn't decode file {goquote(file.path)}: {e.detail}"))
+            continue
+        problem = check_file(root, file.path, data, file.effective_mode)
+        if problem:
+            mismatches.append(Mismatch(file.path, DriftKind.FILE, problem))
+    for path, problem in _unit_problems(mc, root):
+        mismatches.append(Mismatch(path, DriftKind.UNIT, problem))
+    return ValidationReport(mc.name, tuple(mismatches), files_checked, len(mc.ignition.units))
+
+
+def _unit_problems(mc: MachineConfig, root: Root) -> Iterator[tuple[str, str]]:
+    for unit in mc.ignition.units:
+        for dropin in unit.dropins:
+            path = dropin_path(unit.name, dropin.name)
+            if not dropin.contents and not _exists(root, path):
+                continue
+            problem = check_file(root, path, (dropin.contents or "").encode(), DEFAULT_FILE_MODE)
+            if problem:
+                yield path, problem
+        if not unit.contents:
+            continue
+        path = unit_path(unit.name)
+        if unit.mask:
+            problem = _check_mask(root, path)
+        else:
+            problem = check_file(root, path, unit.contents.encode(), DEFAULT_FILE_MODE)
+        if problem:
+            yield path, problem
+
+
+def _exists(root: Root, path: str) -> bool:
+    try:
+        return root.exists(path)
+    except (OSError, PathEscapeError):
+        return True  # let check_file report why it cannot be read
+
+
+def _check_mask(root: Root, path: str) -> str:
+    try:
+        target = root.symlink_target(path)
+    except (OSError, PathEscapeError) as e:
+        return f"state validation: error while evaluation symlink for path {goquote(path)}: {_go_error(e, path)}"
+    if target != DEV_NULL:
+        return (
+            f"state validation: invalid unit masked setting. path: {goquote(path)}; "
+            f"expected: {DEV_NULL}; received: {target}"
+        )
+    return ""
+
+
+def check_file(root: Root, path: str, expected: bytes, mode: int) -> str:
+    """Empty when ``path`` is a regular file with exactly ``mode`` and ``expected`` bytes."""
+    try:
+        st = root.lstat(path)
+    except (OSError, PathEscapeError) as e:
+        return f"could not stat file {goquote(path)}: {_go_error(e, path, 'lstat')}"
+    have = gomode.from_stat(st.st_mode)
+    if have != mode:
+        return (
+            f"mode mismatch for file: {goquote(path)}; expected: {gomode.describe(mode)}; "
+            f"received: {gomode.describe(have)}"
+        )
+    if st.st_size != len(expected):
+        return f"content mismatch for file {goquote(path)}"
+    try:
+        data = root.read_bytes(path)
+    except (OSError, PathEscapeError) as e:
+        return f"could not read file {goquote(path)}: {_go_error(e, path, 'open')}"
+    if data != expected:
+        return f"content mismatch for file {goquote(path)}"
+    return ""
+
+
+def _go_error(e: Exception, path: str, op: str = "") -> str:
+    """Render an OS error the way Go's ``*PathError`` prints: ``lstat /etc/x: no such file``."""
+    if isinstance(e, OSError) and e.strerror:
+        text = e.strerror[0].lower() + e.strerror[1:]
+        return f"{op} {path}: {text}" if op else f"{path}: {text}"
+    return str(e)
+

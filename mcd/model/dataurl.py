@@ -1,0 +1,65 @@
+"""Decode Ignition file contents: RFC 2397 ``data:`` URLs and gzip compression."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import zlib
+from urllib.parse import unquote_to_bytes
+
+from mcd.model.errors import DecodeError
+from mcd.model.text import goquote
+
+MAX_DECOMPRESSED = 256 * 1024 * 1024
+"""Refuse gzip contents that inflate beyond this: a bomb, not a config file."""
+
+SUPPORTED_COMPRESSION = ("", "gzip")
+
+
+def decode_data_url(url: str) -> bytes:
+    """Return the bytes of a ``data:`` URL, base64 or percent-encoded.
+
+    Raises ``DecodeError`` for anything that is not a well-formed data URL.
+    """
+    scheme, sep, rest = url.partition(":")
+    if not sep or scheme.lower() != "data":
+        shown = scheme if sep else url[:20]
+        raise DecodeError(f"only data: URLs are supported, got {goquote(shown)}")
+    meta, comma, payload = rest.partition(",")
+    if not comma:
+        raise DecodeError("invalid data URL: missing ','")
+    params = [p.strip() for p in meta.split(";")]
+    is_base64 = len(params) > 1 and params[-1].lower() == "base64"
+    raw = unquote_to_bytes(payload)
+    if not is_base64:
+        return raw
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise DecodeError(f"invalid base64 data in data URL: {e}") from e
+
+
+def decompress(data: bytes, compression: str) -> bytes:
+    """Apply the Ignition ``compression`` field (``""`` or ``gzip``)."""
+    if compression == "":
+        return data
+    if compression != "gzip":
+        raise DecodeError(f"unsupported compression type {goquote(compression)}")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, MAX_DECOMPRESSED + 1)
+    except zlib.error as e:
+        raise DecodeError(f"invalid gzip data: {e}") from e
+    if len(out) > MAX_DECOMPRESSED or inflater.unconsumed_tail:
+        raise DecodeError(f"gzip contents inflate beyond {MAX_DECOMPRESSED} bytes")
+    if not inflater.eof:
+        raise DecodeError("invalid gzip data: truncated stream")
+    return out
+
+
+def encode_data_url(data: bytes, *, compress: bool = False) -> str:
+    """Build a base64 data URL; the inverse of ``decode_data_url`` (used by tools and tests)."""
+    if compress:
+        data = gzip.compress(data, mtime=0)
+    return "data:;base64," + base64.b64encode(data).decode("ascii")

@@ -1,0 +1,128 @@
+"""The internal form of an Ignition config: one shape for spec 2.2 and 3.0-3.5.
+
+Everything is a frozen dataclass, so two configs compare with ``==`` the way the
+upstream daemon compares its converted Ignition structs with ``reflect.DeepEqual``.
+Sections mcd never applies (disks, raid, filesystems, directories, links, luks,
+Ignition kernelArguments, passwd groups) are kept as canonical JSON text: only
+their equality matters, because a change in them is unreconcilable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mcd.model.dataurl import decode_data_url, decompress
+from mcd.model.errors import DecodeError
+from mcd.model.text import goquote
+
+DEFAULT_FILE_MODE = 0o644
+MAX_FILE_MODE = 0o777
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A file's user or group: by numeric id, by name (looked up in the root), or unset (root)."""
+
+    id: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Contents:
+    source: str | None = None
+    compression: str = ""
+    verification: str | None = None
+
+    def decode(self) -> bytes:
+        """The bytes this resource stands for (an absent source is an empty file)."""
+        if self.source is None:
+            return b""
+        return decompress(decode_data_url(self.source), self.compression)
+
+
+@dataclass(frozen=True)
+class File:
+    path: str
+    contents: Contents = Contents()
+    mode: int | None = None
+    user: Owner = Owner()
+    group: Owner = Owner()
+    overwrite: bool | None = None
+    append: tuple[Contents, ...] = ()
+
+    @property
+    def effective_mode(self) -> int:
+        return DEFAULT_FILE_MODE if self.mode is None else self.mode
+
+    def data(self) -> bytes:
+        """Decoded contents; ``DecodeError`` messages use the upstream wording."""
+        try:
+            return self.contents.decode()
+        except DecodeError as e:
+            raise DecodeError(f"could not decode file {goquote(self.path)}: {e.detail}") from e
+
+
+@dataclass(frozen=True)
+class Dropin:
+    name: str
+    contents: str | None = None
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    contents: str | None = None
+    enabled: bool | None = None
+    mask: bool | None = None
+    dropins: tuple[Dropin, ...] = ()
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    password_hash: str | None = None
+    ssh_authorized_keys: tuple[str, ...] = ()
+    other: tuple[tuple[str, str], ...] = ()
+    """Every other non-empty user field, as sorted (key, canonical JSON) pairs."""
+
+
+@dataclass(frozen=True)
+class Passwd:
+    users: tuple[User, ...] = ()
+    groups: str = "[]"
+
+
+@dataclass(frozen=True)
+class FixedSections:
+    """Sections the daemon must never change on a running node (canonical JSON)."""
+
+    disks: str = "[]"
+    raid: str = "[]"
+    filesystems: str = "[]"
+    directories: str = "[]"
+    links: str = "[]"
+    luks: str = "[]"
+    kernel_arguments: str = "{}"
+
+
+@dataclass(frozen=True)
+class IgnitionConfig:
+    version: str = "3.5.0"
+    files: tuple[File, ...] = ()
+    units: tuple[Unit, ...] = ()
+    passwd: Passwd = Passwd()
+    fixed: FixedSections = FixedSections()
+    file_index: dict[str, File] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Later entries win, as in the upstream v2 on-disk check.
+        object.__setattr__(self, "file_index", {f.path: f for f in self.files})
+
+    def file(self, path: str) -> File | None:
+        return self.file_index.get(path)
+
+    def unit(self, name: str) -> Unit | None:
+        for u in self.units:
+            if u.name == name:
+                return u
+        return None

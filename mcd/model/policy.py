@@ -1,0 +1,212 @@
+"""Node disruption policies: what a change to a file, unit or SSH key costs.
+
+The defaults are the upstream cluster policies; an administrator's
+``MachineConfiguration`` (``spec.nodeDisruptionPolicy``) is merged over them the
+way upstream merges: an entry with the same path or unit name replaces the
+default, other entries are appended, an SSH key policy replaces the default.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from enum import StrEnum
+
+from mcd.model import fields as f
+from mcd.model.errors import ConfigError, PolicyError
+from mcd.model.text import goquote
+
+
+class ActionType(StrEnum):
+    REBOOT = "Reboot"
+    DRAIN = "Drain"
+    RELOAD = "Reload"
+    RESTART = "Restart"
+    DAEMON_RELOAD = "DaemonReload"
+    NONE = "None"
+    SPECIAL = "Special"
+
+
+@dataclass(frozen=True)
+class Action:
+    type: ActionType
+    service: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.service}" if self.service else str(self.type)
+
+    def to_json(self) -> dict[str, str]:
+        out = {"type": str(self.type)}
+        if self.service:
+            out["service"] = self.service
+        return out
+
+
+REBOOT = Action(ActionType.REBOOT)
+NONE = Action(ActionType.NONE)
+DRAIN = Action(ActionType.DRAIN)
+DAEMON_RELOAD = Action(ActionType.DAEMON_RELOAD)
+SPECIAL = Action(ActionType.SPECIAL)
+
+
+def reload(service: str) -> Action:
+    return Action(ActionType.RELOAD, service)
+
+
+def restart(service: str) -> Action:
+    return Action(ActionType.RESTART, service)
+
+
+@dataclass(frozen=True)
+class FilePolicy:
+    path: str
+    actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True)
+class UnitPolicy:
+    name: str
+    actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True)
+class DisruptionPolicies:
+    files: tuple[FilePolicy, ...] = ()
+    units: tuple[UnitPolicy, ...] = ()
+    sshkey: tuple[Action, ...] | None = None
+
+    def closest_file_policy(self, path: str) -> FilePolicy | None:
+        """The policy whose path equals ``path`` or is its closest parent directory."""
+        clean = posixpath.normpath(path)
+        best: FilePolicy | None = None
+        for policy in self.files:
+            ppath = posixpath.normpath(policy.path)
+            if (clean == ppath or clean.startswith(ppath.rstrip("/") + "/")) and (
+                best is None or len(ppath) > len(posixpath.normpath(best.path))
+            ):
+                best = policy
+        return best
+
+    def unit_policy(self, name: str) -> UnitPolicy | None:
+        for policy in self.units:
+            if policy.name == name:
+                return policy
+        return None
+
+
+CRIO = "crio.service"
+KUBELET = "kubelet.service"
+UPDATE_CA_TRUST = "coreos-update-ca-trust.service"
+IRI_REGISTRY = "iri-registry.service"
+
+DEFAULT_POLICIES = DisruptionPolicies(
+    files=(
+        FilePolicy("/var/lib/kubelet/config.json", (NONE,)),
+        FilePolicy("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", (reload(CRIO),)),
+        FilePolicy("/etc/containers/policy.json", (reload(CRIO),)),
+        FilePolicy("/etc/containers/registries.conf", (SPECIAL,)),
+        FilePolicy("/etc/containers/registries.d", (reload(CRIO),)),
+        FilePolicy("/etc/crio/policies", (reload(CRIO),)),
+        FilePolicy("/etc/nmstate/openshift", (NONE,)),
+        FilePolicy(
+            "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+            (restart(UPDATE_CA_TRUST), restart(CRIO)),
+        ),
+        FilePolicy("/etc/kubernetes/credential-providers", (restart(KUBELET),)),
+        FilePolicy(
+            "/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
+            (DAEMON_RELOAD, restart(KUBELET)),
+        ),
+        FilePolicy("/etc/iri-registry", (restart(IRI_REGISTRY),)),
+        FilePolicy("/usr/local/bin/load-registry-image.sh", (restart(IRI_REGISTRY),)),
+        FilePolicy("/etc/pki/ca-trust/source/anchors/iri-root-ca.crt", (restart(UPDATE_CA_TRUST),)),
+    ),
+    units=(UnitPolicy(IRI_REGISTRY, (DAEMON_RELOAD, restart(IRI_REGISTRY))),),
+    sshkey=(NONE,),
+)
+
+
+def merge_policies(defaults: DisruptionPolicies, user: DisruptionPolicies) -> DisruptionPolicies:
+    """User policies over the defaults: same path/name replaces, others are appended."""
+    user_paths = {p.path: p for p in user.files}
+    files = [user_paths.pop(p.path, p) for p in defaults.files] + list(user_paths.values())
+    user_units = {u.name: u for u in user.units}
+    units = [user_units.pop(u.name, u) for u in defaults.units] + list(user_units.values())
+    return DisruptionPolicies(
+        files=tuple(files),
+        units=tuple(units),
+        sshkey=user.sshkey if user.sshkey is not None else defaults.sshkey,
+    )
+
+
+USER_ACTION_TYPES = {t.value: t for t in ActionType if t is not ActionType.SPECIAL}
+
+
+def parse_user_policies(doc: object) -> DisruptionPolicies:
+    """Read ``spec.nodeDisruptionPolicy`` of a ``MachineConfiguration`` (or the bare policy object).
+
+    Enforces the API's own validation: known action types, a service name for
+    Reload and Restart, Reboot and None standing alone, absolute paths.
+    """
+    try:
+        obj = f.as_map(doc, "")
+        path = ""
+        if "spec" in obj:
+            obj, path = f.opt_map(obj, "spec", ""), "spec"
+        ndp = f.opt_map(obj, "nodeDisruptionPolicy", path)
+        npath = f.join(path, "nodeDisruptionPolicy")
+        files = []
+        for i, item in enumerate(f.opt_list(ndp, "files", npath)):
+            ipath = f.join(f.join(npath, "files"), i)
+            entry = f.as_map(item, ipath)
+            fpath = f.opt_str(entry, "path", ipath)
+            if not fpath or not fpath.startswith("/"):
+                raise PolicyError(f"path must be absolute, got {goquote(fpath or '')}", f.join(ipath, "path"))
+            files.append(FilePolicy(fpath, _parse_actions(entry, ipath)))
+        units = []
+        for i, item in enumerate(f.opt_list(ndp, "units", npath)):
+            ipath = f.join(f.join(npath, "units"), i)
+            entry = f.as_map(item, ipath)
+            name = f.opt_str(entry, "name", ipath)
+            if not name:
+                raise PolicyError("missing unit name", f.join(ipath, "name"))
+            units.append(UnitPolicy(name, _parse_actions(entry, ipath)))
+        sshkey = None
+        if "sshkey" in ndp:
+            spath = f.join(npath, "sshkey")
+            sshkey = _parse_actions(f.opt_map(ndp, "sshkey", npath), spath)
+        return DisruptionPolicies(files=tuple(files), units=tuple(units), sshkey=sshkey)
+    except PolicyError:
+        raise
+    except ConfigError as e:
+        raise PolicyError(e.detail, e.field) from e
+
+
+def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
+    actions = []
+    for i, item in enumerate(f.opt_list(entry, "actions", path)):
+        apath = f.join(f.join(path, "actions"), i)
+        obj = f.as_map(item, apath)
+        raw = f.opt_str(obj, "type", apath) or ""
+        kind = USER_ACTION_TYPES.get(raw)
+        if kind is None:
+            raise PolicyError(
+                f"unknown action type {goquote(raw)}; expected one of {', '.join(USER_ACTION_TYPES)}",
+                f.join(apath, "type"),
+            )
+        service = None
+        if kind in (ActionType.RELOAD, ActionType.RESTART):
+            key = kind.value.lower()
+            service = f.opt_str(f.opt_map(obj, key, apath), "serviceName", f.join(apath, key))
+            if not service:
+                raise PolicyError(f"{kind} requires {key}.serviceName", apath)
+            if "/" in service or not service.endswith((".service", ".socket", ".target", ".timer")):
+                raise PolicyError(f"invalid service name {goquote(service)}", f.join(apath, key))
+        actions.append(Action(kind, service))
+    types = {a.type for a in actions}
+    for alone in (ActionType.REBOOT, ActionType.NONE):
+        if alone in types and len(actions) > 1:
+            raise PolicyError(f"{alone} action can only be specified standalone", f.join(path, "actions"))
+    if not actions:
+        raise PolicyError("at least one action is required", f.join(path, "actions"))
+    return tuple(actions)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything mcd needs on a fresh Debian machine: the apt packages it
+# uses, then a virtualenv (.venv) with mcd and its Python dependencies.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=()
+command -v make >/dev/null 2>&1 || apt_packages+=(make)
+command -v python3 >/dev/null 2>&1 || apt_packages+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_packages+=(python3-venv)
+if ((${#apt_packages[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_packages[@]}"
+fi
+
+python3 - <<'PY'
+import sys
+if sys.version_info < (3, 11):
+    sys.exit(f"mcd needs Python 3.11 or newer, found {sys.version.split()[0]}")
+PY
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 \
+    | grep -v '^WARNING: Location' || true
+.venv/bin/mcd --version >/dev/null
