@@ -108,4 +108,3 @@ class Root:
 
 def _join(directory: str, name: str) -> str:
     return f"{directory.rstrip('/')}/{name}" if name else directory
-

@@ -65,13 +65,23 @@ def validate_on_disk(mc: MachineConfig, root: Root) -> ValidationReport:
         files_checked += 1
         if file.append:
             mismatches.append(
-                Mismatch(file.path, DriftKind.FILE, "found an append section when checking files. Append is not supported")
+                Mismatch(
+                    file.path,
+                    DriftKind.FILE,
+                    "found an append section when checking files. Append is not supported",
+                )
             )
             continue
         try:
             data = file.contents.decode()
         except DecodeError as e:
-            mismatches.append(Mismatch(file.path, DriftKind.FILE, f"couldn't decode file {goquote(file.path)}: {e.detail}"))
+            mismatches.append(
+                Mismatch(
+                    file.path,
+                    DriftKind.FILE,
+                    f"couldn't decode file {goquote(file.path)}: {e.detail}",
+                )
+            )
             continue
         problem = check_file(root, file.path, data, file.effective_mode)
         if problem:
@@ -112,7 +122,10 @@ def _check_mask(root: Root, path: str) -> str:
     try:
         target = root.symlink_target(path)
     except (OSError, PathEscapeError) as e:
-        return f"state validation: error while evaluation symlink for path {goquote(path)}: {_go_error(e, path)}"
+        return (
+            "state validation: error while evaluation symlink for path "
+            f"{goquote(path)}: {_go_error(e, path)}"
+        )
     if target != DEV_NULL:
         return (
             f"state validation: invalid unit masked setting. path: {goquote(path)}; "
@@ -150,4 +163,3 @@ def _go_error(e: Exception, path: str, op: str = "") -> str:
         text = e.strerror[0].lower() + e.strerror[1:]
         return f"{op} {path}: {text}" if op else f"{path}: {text}"
     return str(e)
-

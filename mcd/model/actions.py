@@ -103,7 +103,9 @@ def disruption_actions(
         else:
             decisions.append(Decision(f"unit {name}", f"policy for unit {name}", upolicy.actions))
     if diff.passwd:
-        decisions.append(Decision("SSH keys / password", "sshkey policy", policies.sshkey or (NONE,)))
+        decisions.append(
+            Decision("SSH keys / password", "sshkey policy", policies.sshkey or (NONE,))
+        )
     return ActionResult(collapse([a for d in decisions for a in d.actions]), tuple(decisions))
 
 
@@ -118,20 +120,24 @@ def _os_decisions(diff: MachineConfigDiff) -> tuple[Decision, ...]:
 CRIO = "crio.service"
 LEGACY_KEEP = frozenset({"/etc/kubernetes/kubelet-ca.crt", "/var/lib/kubelet/config.json"})
 LEGACY_RELOAD = frozenset(
-    {REGISTRIES_CONF, "/etc/machine-config-daemon/no-reboot/containers-gpg.pub", "/etc/containers/policy.json"}
+    {
+        REGISTRIES_CONF,
+        "/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
+        "/etc/containers/policy.json",
+    }
 )
 
 
-def legacy_actions(
-    diff: MachineConfigDiff, files: Changes, force: bool = False
-) -> ActionResult:
+def legacy_actions(diff: MachineConfigDiff, files: Changes, force: bool = False) -> ActionResult:
     """Actions from the fixed table used for firstboot and once-from."""
     if force:
         decision = Decision("force file", "the force file forces a reboot", (REBOOT,))
         return ActionResult((REBOOT,), (decision,))
     os_decisions = _os_decisions(diff)
     if diff.units:
-        os_decisions += (Decision("systemd units", "unit changes reboot (legacy table)", (REBOOT,)),)
+        os_decisions += (
+            Decision("systemd units", "unit changes reboot (legacy table)", (REBOOT,)),
+        )
     if os_decisions:
         return ActionResult((REBOOT,), os_decisions)
     result: Action = NONE
@@ -145,7 +151,9 @@ def legacy_actions(
             decisions.append(Decision(f"file {path}", "crio reads it on reload", (reload(CRIO),)))
         elif path == USER_CA_BUNDLE:
             result = restart(CRIO)
-            decisions.append(Decision(f"file {path}", "crio must restart for CA changes", (result,)))
+            decisions.append(
+                Decision(f"file {path}", "crio must restart for CA changes", (result,))
+            )
         elif posixpath.dirname(path) == "/etc/nmstate/openshift":
             decisions.append(Decision(f"file {path}", "no action needed", (NONE,)))
         else:
@@ -182,14 +190,19 @@ def drain_decision(
     files: Changes,
     legacy: bool = False,
 ) -> DrainDecision:
-    """Drain before the update? (``isDrainRequiredForNodeDisruptionActions`` / ``isDrainRequired``)"""
+    """Drain before the update?
+
+    Upstream ``isDrainRequiredForNodeDisruptionActions``, or ``isDrainRequired`` for ``legacy``.
+    """
     types = {a.type for a in actions}
     if ActionType.REBOOT in types:
         return DrainDecision(True, "the update reboots the node")
     if ActionType.DRAIN in types:
         return DrainDecision(True, "a policy asks for a drain")
     special = ActionType.SPECIAL in types or (
-        legacy and REGISTRIES_CONF in files.all() and types & {ActionType.RELOAD, ActionType.RESTART}
+        legacy
+        and REGISTRIES_CONF in files.all()
+        and types & {ActionType.RELOAD, ActionType.RESTART}
     )
     if special:
         reason = registries_change_reason(old, new)

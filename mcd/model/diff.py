@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mcd.model.machineconfig import MachineConfig
 
-CATEGORY_NAMES = ("osUpdate", "kargs", "fips", "passwd", "files", "units", "kernelType", "extensions")
+CATEGORY_NAMES = (
+    "osUpdate",
+    "kargs",
+    "fips",
+    "passwd",
+    "files",
+    "units",
+    "kernelType",
+    "extensions",
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,9 @@ class Changes:
         return bool(self.added or self.changed or self.removed)
 
 
-def diff_machine_configs(old: MachineConfig, new: MachineConfig, force: bool = False) -> MachineConfigDiff:
+def diff_machine_configs(
+    old: MachineConfig, new: MachineConfig, force: bool = False
+) -> MachineConfigDiff:
     """The diff categories. ``force`` (the force file) marks an OS update as upstream does."""
     oi, ni = old.ignition, new.ignition
     return MachineConfigDiff(
@@ -81,7 +93,7 @@ def diff_machine_configs(old: MachineConfig, new: MachineConfig, force: bool = F
 
 
 def file_changes(old: MachineConfig, new: MachineConfig) -> Changes:
-    """Paths only in one config, or whose whole file entry differs (``CalculateConfigFileDiffs``)."""
+    """Paths only in one config, or whose whole entry differs (``CalculateConfigFileDiffs``)."""
     return _changes(old.ignition.file_index, new.ignition.file_index)
 
 
@@ -92,7 +104,7 @@ def unit_changes(old: MachineConfig, new: MachineConfig) -> Changes:
     )
 
 
-def _changes(old: dict[str, object], new: dict[str, object]) -> Changes:
+def _changes(old: Mapping[str, object], new: Mapping[str, object]) -> Changes:
     added = sorted(k for k in new if k not in old)
     removed = sorted(k for k in old if k not in new)
     changed = sorted(k for k in new if k in old and old[k] != new[k])

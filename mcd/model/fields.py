@@ -85,7 +85,9 @@ def str_list(obj: JSONMap, key: str, path: str) -> tuple[str, ...]:
     out = []
     for i, item in enumerate(opt_list(obj, key, path)):
         if not isinstance(item, str):
-            raise ConfigParseError(f"expected a string, got {type_name(item)}", join(join(path, key), i))
+            raise ConfigParseError(
+                f"expected a string, got {type_name(item)}", join(join(path, key), i)
+            )
         out.append(item)
     return tuple(out)
 
@@ -97,4 +99,4 @@ def canonical(v: object) -> str:
 
 def is_empty(v: object) -> bool:
     """Go's zero value test for decoded JSON: null, "", 0, false, [] and {}."""
-    return v is None or v is False or v == 0 or v == "" or v == [] or v == {}
+    return v is None or v is False or v in (0, "", [], {})

@@ -126,7 +126,7 @@ def _parse_file(item: object, path: str, v2: bool) -> File:
         fs = f.opt_str(obj, "filesystem", path)
         if fs not in (None, "", "root"):
             raise ConfigParseError(
-                f"file {goquote(fpath)} targets filesystem {goquote(fs or '')}; only \"root\" "
+                f'file {goquote(fpath)} targets filesystem {goquote(fs or "")}; only "root" '
                 "is supported",
                 f.join(path, "filesystem"),
             )
@@ -136,7 +136,9 @@ def _parse_file(item: object, path: str, v2: bool) -> File:
             append = ()
     else:
         append = tuple(
-            _parse_contents(f.as_map(a, f.join(f.join(path, "append"), i)), f.join(f.join(path, "append"), i))
+            _parse_contents(
+                f.as_map(a, f.join(f.join(path, "append"), i)), f.join(f.join(path, "append"), i)
+            )
             for i, a in enumerate(f.opt_list(obj, "append", path))
         )
     return File(
@@ -189,7 +191,11 @@ def _parse_passwd(obj: f.JSONMap, path: str) -> Passwd:
         if not name:
             raise ConfigParseError("missing name", upath)
         other = tuple(
-            sorted((k, f.canonical(v)) for k, v in uobj.items() if k not in _USER_KEYS and not f.is_empty(v))
+            sorted(
+                (k, f.canonical(v))
+                for k, v in uobj.items()
+                if k not in _USER_KEYS and not f.is_empty(v)
+            )
         )
         users.append(
             User(
@@ -208,7 +214,9 @@ def _parse_fixed(obj: f.JSONMap, storage: f.JSONMap, path: str, v2: bool) -> Fix
     def section(key: str) -> str:
         items: list[Any] = f.opt_list(storage, key, spath)
         if v2 and key in ("directories", "links"):
-            items = [{k: v for k, v in f.as_map(x, spath).items() if k != "filesystem"} for x in items]
+            items = [
+                {k: v for k, v in f.as_map(x, spath).items() if k != "filesystem"} for x in items
+            ]
         return f.canonical(items)
 
     kargs = f.opt_map(obj, "kernelArguments", path)

@@ -61,7 +61,9 @@ def decode_document(data: bytes | str) -> Any:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ConfigParseError(f"document is not valid UTF-8: {e.reason} at byte {e.start}") from e
+            raise ConfigParseError(
+                f"document is not valid UTF-8: {e.reason} at byte {e.start}"
+            ) from e
     else:
         text = data
     text = text.removeprefix("\ufeff")

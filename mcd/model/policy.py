@@ -161,7 +161,9 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             entry = f.as_map(item, ipath)
             fpath = f.opt_str(entry, "path", ipath)
             if not fpath or not fpath.startswith("/"):
-                raise PolicyError(f"path must be absolute, got {goquote(fpath or '')}", f.join(ipath, "path"))
+                raise PolicyError(
+                    f"path must be absolute, got {goquote(fpath or '')}", f.join(ipath, "path")
+                )
             files.append(FilePolicy(fpath, _parse_actions(entry, ipath)))
         units = []
         for i, item in enumerate(f.opt_list(ndp, "units", npath)):
@@ -191,7 +193,8 @@ def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
         kind = USER_ACTION_TYPES.get(raw)
         if kind is None:
             raise PolicyError(
-                f"unknown action type {goquote(raw)}; expected one of {', '.join(USER_ACTION_TYPES)}",
+                f"unknown action type {goquote(raw)}; "
+                f"expected one of {', '.join(USER_ACTION_TYPES)}",
                 f.join(apath, "type"),
             )
         service = None
@@ -206,7 +209,9 @@ def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
     types = {a.type for a in actions}
     for alone in (ActionType.REBOOT, ActionType.NONE):
         if alone in types and len(actions) > 1:
-            raise PolicyError(f"{alone} action can only be specified standalone", f.join(path, "actions"))
+            raise PolicyError(
+                f"{alone} action can only be specified standalone", f.join(path, "actions")
+            )
     if not actions:
         raise PolicyError("at least one action is required", f.join(path, "actions"))
     return tuple(actions)

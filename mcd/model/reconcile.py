@@ -121,7 +121,7 @@ def _fixed_detail(old: FixedSections, new: FixedSections, storage: StorageOverri
         return "ignition raid section contains changes"
     if old.directories != new.directories:
         return "ignition directories section contains changes"
-    if old.links != new.links and new.links != "[]":
+    if new.links not in (old.links, "[]"):
         return "ignition links section contains changes"
     return ""
 

@@ -16,5 +16,5 @@ def gooctal(n: int) -> str:
 
 
 def truncate(s: str, limit: int) -> str:
-    """Cut ``s`` to ``limit`` characters, as upstream's ``%.2000s`` for the ``reason`` annotation."""
+    """Cut ``s`` to ``limit`` characters (upstream writes ``reason`` with ``%.2000s``)."""
     return s[:limit]

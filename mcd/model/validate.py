@@ -29,8 +29,10 @@ HASH_FUNCTIONS = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
 
 def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
     """Every validation problem of ``cfg``; empty when it is valid."""
-    return list(_file_problems(cfg, prefix)) + list(_unit_problems(cfg, prefix)) + list(
-        _user_problems(cfg, prefix)
+    return (
+        list(_file_problems(cfg, prefix))
+        + list(_unit_problems(cfg, prefix))
+        + list(_user_problems(cfg, prefix))
     )
 
 
@@ -127,7 +129,10 @@ def _unit_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
             if problem:
                 yield f"{dfld}: {problem} (unit {goquote(unit.name)})"
             if dropin.name in dropins:
-                yield f"{dfld}: duplicate entry defined for dropin {goquote(dropin.name)} of unit {goquote(unit.name)}"
+                yield (
+                    f"{dfld}: duplicate entry defined for dropin {goquote(dropin.name)} "
+                    f"of unit {goquote(unit.name)}"
+                )
             dropins.add(dropin.name)
 
 
@@ -143,5 +148,6 @@ def _user_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
     seen: set[str] = set()
     for i, user in enumerate(cfg.passwd.users):
         if user.name in seen:
-            yield f"{_field(prefix, f'passwd.users[{i}].name')}: duplicate entry defined for user {goquote(user.name)}"
+            fld = _field(prefix, f"passwd.users[{i}].name")
+            yield f"{fld}: duplicate entry defined for user {goquote(user.name)}"
         seen.add(user.name)
