@@ -16,20 +16,19 @@ MODE_SETGID = 1 << 22
 MODE_CHAR_DEVICE = 1 << 21
 MODE_STICKY = 1 << 20
 _LETTERS = "dalTLDpSugct?"
+_TYPE_BITS = {
+    stat.S_IFDIR: MODE_DIR,
+    stat.S_IFLNK: MODE_SYMLINK,
+    stat.S_IFBLK: MODE_DEVICE,
+    stat.S_IFCHR: MODE_DEVICE | MODE_CHAR_DEVICE,
+    stat.S_IFIFO: MODE_NAMED_PIPE,
+    stat.S_IFSOCK: MODE_SOCKET,
+}
 
 
 def from_stat(st_mode: int) -> int:
     """Convert a POSIX ``st_mode`` to Go's FileMode bits (as ``os.Lstat`` does)."""
-    mode = st_mode & 0o777
-    fmt = stat.S_IFMT(st_mode)
-    mode |= {
-        stat.S_IFDIR: MODE_DIR,
-        stat.S_IFLNK: MODE_SYMLINK,
-        stat.S_IFBLK: MODE_DEVICE,
-        stat.S_IFCHR: MODE_DEVICE | MODE_CHAR_DEVICE,
-        stat.S_IFIFO: MODE_NAMED_PIPE,
-        stat.S_IFSOCK: MODE_SOCKET,
-    }.get(fmt, 0)
+    mode = (st_mode & 0o777) | _TYPE_BITS.get(stat.S_IFMT(st_mode), 0)
     if st_mode & stat.S_ISUID:
         mode |= MODE_SETUID
     if st_mode & stat.S_ISGID:

@@ -87,9 +87,7 @@ class Root:
 
     def read_bytes(self, node_path: str) -> bytes:
         """Contents of a regular file; never follows a symlink in the last component."""
-        fd = os.open(self.host(self.resolve(node_path)), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        return read_nofollow(self.host(self.resolve(node_path)))
 
     def symlink_target(self, node_path: str) -> str:
         """Where a symlink finally points, as a node path (chain resolved inside the root)."""
@@ -104,6 +102,19 @@ class Root:
         except FileNotFoundError:
             return False
         return True
+
+
+def read_nofollow(host_path: str, size_hint: int = 0) -> bytes:
+    """Read a whole file without following a symlink in its last component."""
+    fd = os.open(host_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        chunks = []
+        want = max(size_hint + 1, 65536)
+        while chunk := os.read(fd, want):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _join(directory: str, name: str) -> str:

@@ -8,13 +8,14 @@ never appear in a message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
 from mcd.host import gomode
 from mcd.host.errors import PathEscapeError
-from mcd.host.rootfs import Root
+from mcd.host.rootfs import Root, read_nofollow
 from mcd.model.errors import DecodeError
 from mcd.model.ignition import DEFAULT_FILE_MODE
 from mcd.model.machineconfig import MachineConfig
@@ -137,7 +138,8 @@ def _check_mask(root: Root, path: str) -> str:
 def check_file(root: Root, path: str, expected: bytes, mode: int) -> str:
     """Empty when ``path`` is a regular file with exactly ``mode`` and ``expected`` bytes."""
     try:
-        st = root.lstat(path)
+        host_path = root.host(root.resolve(path))
+        st = os.lstat(host_path)
     except (OSError, PathEscapeError) as e:
         return f"could not stat file {goquote(path)}: {_go_error(e, path, 'lstat')}"
     have = gomode.from_stat(st.st_mode)
@@ -149,7 +151,7 @@ def check_file(root: Root, path: str, expected: bytes, mode: int) -> str:
     if st.st_size != len(expected):
         return f"content mismatch for file {goquote(path)}"
     try:
-        data = root.read_bytes(path)
+        data = read_nofollow(host_path, st.st_size)
     except (OSError, PathEscapeError) as e:
         return f"could not read file {goquote(path)}: {_go_error(e, path, 'open')}"
     if data != expected:

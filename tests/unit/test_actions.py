@@ -71,9 +71,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], tuple[Action, ...], tuple
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("title", "old", "new", "legacy", "ndp"), CASES, ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("title", "old", "new", "legacy", "ndp"), CASES, ids=[c[0] for c in CASES])
 def test_post_config_actions(
     title: str,
     old: dict[str, Any],

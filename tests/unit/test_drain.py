@@ -37,7 +37,9 @@ DIGEST_ONLY_MIRRORS_ONLY = BASE.replace(
     'location = "mirror.example.com/openshift"\n\n[[registry.mirror]]\n'
     'location = "mirror2.example.com/openshift"',
 )
-REMOVED_REGISTRY = BASE.split('[[registry]]\nprefix = ""\nlocation = "registry.example.com/app"')[0]
+REMOVED_REGISTRY = BASE.split(
+    '[[registry]]\nprefix = ""\nlocation = "registry.example.com/app"', maxsplit=1
+)[0]
 REMOVED_MIRROR = BASE.replace('[[registry.mirror]]\nlocation = "mirror.example.com/app"\n'
                               'pull-from-mirror = "digest-only"\n', "")  # fmt: skip
 REORDERED_SEARCH = BASE.replace(
@@ -62,7 +64,9 @@ NEW_REGISTRY_ALL_PULLS = BASE + (
     '\n[[registry]]\nlocation = "new.example.com"\n\n[[registry.mirror]]\n'
     'location = "m.example.com"\n'
 )
-PULL_FROM_MIRROR_TO_ALL = BASE.replace('pull-from-mirror = "digest-only"', 'pull-from-mirror = "all"')
+PULL_FROM_MIRROR_TO_ALL = BASE.replace(
+    'pull-from-mirror = "digest-only"', 'pull-from-mirror = "all"'
+)
 
 CASES: list[tuple[str, tuple[Action, ...], str | None, bool]] = [
     ("none", (NONE,), None, False),
@@ -85,7 +89,9 @@ CASES: list[tuple[str, tuple[Action, ...], str | None, bool]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("title", "actions", "new_conf", "drain"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("title", "actions", "new_conf", "drain"), CASES, ids=[c[0] for c in CASES]
+)
 def test_drain_required(
     title: str, actions: tuple[Action, ...], new_conf: str | None, drain: bool
 ) -> None:

@@ -20,7 +20,7 @@ from tests.builders import mc
         ("nosmt", ["nosmt"]),
         (" baz=test bar=hello world", ["baz=test", "bar=hello", "world"]),
         ('bar="hello world"', ['bar="hello world"']),
-        ('a\tb\nc  d', ["a", "b", "c", "d"]),
+        ("a\tb\nc  d", ["a", "b", "c", "d"]),
         ("", []),
         ('x="unterminated quote y', ['x="unterminated quote y']),
     ],
@@ -53,7 +53,10 @@ def test_plan_carries_kargs_only_when_they_change() -> None:
     assert plan.kernel_arguments == (
         "--delete-if-present=a", "--append=a", "--append=b=c", "--append=d",
     )  # fmt: skip
-    assert make_plan(mc("a", kernelArguments=["a"]), mc("b", kernelArguments=["a"])).kernel_arguments == ()
+    assert (
+        make_plan(mc("a", kernelArguments=["a"]), mc("b", kernelArguments=["a"])).kernel_arguments
+        == ()
+    )
 
 
 def test_missing_kernel_arguments() -> None:

@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+import yaml
 
 from mcd.model.errors import ConfigError, ConfigParseError, DecodeError, UnsupportedVersionError
 from mcd.model.ignition import DEFAULT_FILE_MODE
@@ -68,8 +69,6 @@ def test_machineconfig_yaml_all_spec_fields() -> None:
 def test_json_and_yaml_give_the_same_config() -> None:
     doc = mc_doc(files=[file_entry("/etc/a", "x")])
     assert load_machine_config(json.dumps(doc)) == load_machine_config(json.dumps(doc).encode())
-    import yaml
-
     assert load_machine_config(yaml.safe_dump(doc)) == load_machine_config(json.dumps(doc))
 
 

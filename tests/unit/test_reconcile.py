@@ -81,7 +81,9 @@ RECONCILABLE: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
 @pytest.mark.parametrize(
     ("title", "old", "new", "diff"), RECONCILABLE, ids=[c[0] for c in RECONCILABLE]
 )
-def test_reconcilable(title: str, old: dict[str, Any], new: dict[str, Any], diff: list[str]) -> None:
+def test_reconcilable(
+    title: str, old: dict[str, Any], new: dict[str, Any], diff: list[str]
+) -> None:
     plan = make_plan(mc("old", **old), mc("new", **new))
     assert plan.reconcilable, plan.reason
     assert plan.reason == ""

@@ -53,8 +53,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "hash mismatch",
-        {"files": [{"path": "/etc/a", "contents": {"source": "data:,x",
-                                                    "verification": {"hash": "sha512-00"}}}]},
+        {
+            "files": [
+                {
+                    "path": "/etc/a",
+                    "contents": {"source": "data:,x", "verification": {"hash": "sha512-00"}},
+                }
+            ]
+        },
         'storage.files[0].contents.verification.hash: hash mismatch for "/etc/a"',
     ),
     (

@@ -1,0 +1,44 @@
+"""Shared helpers: timing and the printed table."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    """Median wall time of ``repeat`` runs, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    figure: float
+    baseline: float
+    target: str
+    passed: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.figure / self.baseline if self.baseline else float("inf")
+
+
+def print_table(rows: list[Row]) -> None:
+    header = (
+        f"{'benchmark':<44} {'figure':>10} {'baseline':>10} {'ratio':>7}  {'target':<22} result"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(
+            f"{r.name:<44} {r.figure * 1000:>8.1f}ms {r.baseline * 1000:>8.1f}ms "
+            f"{r.ratio:>6.2f}x  {r.target:<22} {'PASS' if r.passed else 'MISS'}"
+        )

@@ -1,0 +1,146 @@
+"""On-disk validation under a root directory (reference 3.1), in temp dirs only."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+from mcd.host.errors import PathEscapeError
+from mcd.host.rootfs import Root
+from mcd.host.validation import validate_on_disk
+from mcd.model.dataurl import encode_data_url
+from tests.builders import file_entry, mc
+
+UNIT = "[Service]\nExecStart=/bin/true\n"
+SECRET = b"super-secret-pull-secret\n"
+
+
+def config() -> object:
+    return mc(
+        "rendered-worker-1",
+        files=[
+            file_entry("/etc/foo", "hello\n"),
+            file_entry("/etc/secret.json", SECRET, mode=0o600),
+            {"path": "/etc/compressed", "mode": 420,
+             "contents": {"source": encode_data_url(b"zipped\n", compress=True),
+                          "compression": "gzip"}},
+            file_entry("/etc/kubernetes/kubelet-ca.crt", "ignored"),
+        ],
+        units=[
+            {"name": "a.service", "contents": UNIT,
+             "dropins": [{"name": "10-a.conf", "contents": "[Service]\n"}, {"name": "20-empty.conf"}]},
+            {"name": "masked.service", "mask": True, "contents": "[Unit]\n"},
+            {"name": "nocontent.service", "enabled": True},
+        ],
+    )  # fmt: skip
+
+
+def write(root: Path, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.chmod(target, mode)
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Path:
+    write(tmp_path, "/etc/foo", "hello\n")
+    write(tmp_path, "/etc/secret.json", SECRET, 0o600)
+    write(tmp_path, "/etc/compressed", gzip.decompress(gzip.compress(b"zipped\n")))
+    write(tmp_path, "/etc/systemd/system/a.service", UNIT)
+    write(tmp_path, "/etc/systemd/system/a.service.d/10-a.conf", "[Service]\n")
+    os.symlink("/dev/null", tmp_path / "etc/systemd/system/masked.service")
+    return tmp_path
+
+
+def reasons(node: Path) -> list[str]:
+    return validate_on_disk(config(), Root(node)).reasons()  # type: ignore[arg-type]
+
+
+def test_matching_node(node: Path) -> None:
+    report = validate_on_disk(config(), Root(node))  # type: ignore[arg-type]
+    assert report.ok, report.reasons()
+    assert report.files_checked == 3  # kubelet-ca.crt is the certificate writer's
+
+
+def test_content_mismatch_upstream_wording(node: Path) -> None:
+    write(node, "/etc/foo", "HELLO\n")
+    assert reasons(node) == [
+        "unexpected on-disk state validating against rendered-worker-1: "
+        'content mismatch for file "/etc/foo"'
+    ]
+
+
+def test_mode_mismatch_upstream_wording(node: Path) -> None:
+    os.chmod(node / "etc/foo", 0o755)
+    assert reasons(node) == [
+        "unexpected on-disk state validating against rendered-worker-1: "
+        'mode mismatch for file: "/etc/foo"; expected: -rw-r--r--/420/0644; '
+        "received: -rwxr-xr-x/493/0755"
+    ]
+
+
+def test_symlink_in_place_of_file_is_a_mode_mismatch(node: Path) -> None:
+    (node / "etc/foo").unlink()
+    os.symlink("/etc/secret.json", node / "etc/foo")
+    (reason,) = reasons(node)
+    assert (
+        'mode mismatch for file: "/etc/foo"; expected: -rw-r--r--/420/0644; received: L' in reason
+    )
+
+
+def test_every_mismatch_is_reported_and_no_contents_leak(node: Path) -> None:
+    write(node, "/etc/secret.json", b"tampered-secret\n", 0o600)
+    (node / "etc/compressed").unlink()
+    write(node, "/etc/systemd/system/a.service.d/20-empty.conf", "x")
+    (node / "etc/systemd/system/masked.service").unlink()
+    write(node, "/etc/systemd/system/masked.service", "[Unit]\n")
+    found = reasons(node)
+    assert len(found) == 4, found
+    text = "\n".join(found)
+    assert 'content mismatch for file "/etc/secret.json"' in text
+    assert (
+        'could not stat file "/etc/compressed": lstat /etc/compressed: no such file or directory'
+        in text
+    )
+    assert 'content mismatch for file "/etc/systemd/system/a.service.d/20-empty.conf"' in text
+    assert "invalid unit masked setting" in text
+    assert "secret" not in text.replace("/etc/secret.json", "")
+
+
+def test_parent_symlink_inside_root_is_followed(node: Path) -> None:
+    real = node / "usr/etc"
+    real.mkdir(parents=True)
+    os.rename(node / "etc/foo", real / "foo")
+    os.mkdir(node / "etc2")
+    cfg = mc("rendered-worker-1", files=[file_entry("/etc2/link/foo", "hello\n")])
+    os.symlink("/usr/etc", node / "etc2/link")  # absolute target: inside the root
+    assert validate_on_disk(cfg, Root(node)).ok
+
+
+def test_parent_symlink_escaping_root_is_refused(tmp_path: Path) -> None:
+    node = tmp_path / "root"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "foo").write_text("hello\n")
+    os.chmod(outside / "foo", 0o644)
+    (node / "etc").mkdir(parents=True)
+    os.symlink("../../outside", node / "etc/escape")
+    cfg = mc("rendered-worker-1", files=[file_entry("/etc/escape/foo", "hello\n")])
+    report = validate_on_disk(cfg, Root(node))
+    assert not report.ok
+    assert 'could not stat file "/etc/escape/foo"' in report.reasons()[0]
+    with pytest.raises(PathEscapeError):
+        Root(node).read_bytes("/etc/escape/foo")
+
+
+def test_absolute_symlink_stays_in_root(tmp_path: Path) -> None:
+    # /etc/passwd of the agent must never be read: "/etc" in a node symlink means <root>/etc.
+    node = tmp_path / "root"
+    (node / "etc").mkdir(parents=True)
+    os.symlink("/etc", node / "etc/hostetc")
+    assert Root(node).resolve("/etc/hostetc/passwd") == "/etc/passwd"
+    assert not Root(node).exists("/etc/hostetc/passwd")
