@@ -17,6 +17,7 @@ from mcd.model.diff import Changes, MachineConfigDiff
 from mcd.model.errors import DecodeError
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.policy import (
+    CRIO,
     NONE,
     REBOOT,
     SPECIAL,
@@ -117,7 +118,6 @@ def _os_decisions(diff: MachineConfigDiff) -> tuple[Decision, ...]:
     )
 
 
-CRIO = "crio.service"
 LEGACY_KEEP = frozenset({"/etc/kubernetes/kubelet-ca.crt", "/var/lib/kubelet/config.json"})
 LEGACY_RELOAD = frozenset(
     {

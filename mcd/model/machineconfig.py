@@ -24,8 +24,6 @@ MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
 MAX_NODES = 5_000_000
 """Expanded size limit: YAML aliases can make a small document enormous."""
 
-KERNEL_TYPES = ("default", "realtime", "64k-pages")
-
 
 @dataclass(frozen=True)
 class MachineConfig:
