@@ -121,6 +121,20 @@ class IgnitionConfig:
     def file(self, path: str) -> File | None:
         return self.file_index.get(path)
 
+    def is_dropin_path(self, path: str) -> bool:
+        """Is ``path`` a dropin this config defines (``/etc/systemd/system/<unit>.d/<name>``)?
+
+        Upstream ``isPathInDropins``: a stale file replaced by such a dropin is kept.
+        """
+        prefix = "/etc/systemd/system/"
+        if not path.startswith(prefix):
+            return False
+        unit_dir, _, name = path[len(prefix) :].partition("/")
+        if not unit_dir.endswith(".d") or not name or "/" in name:
+            return False
+        unit = self.unit(unit_dir[: -len(".d")])
+        return unit is not None and any(d.name == name for d in unit.dropins)
+
     def unit(self, name: str) -> Unit | None:
         for u in self.units:
             if u.name == name:

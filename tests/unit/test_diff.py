@@ -65,3 +65,22 @@ def test_file_and_unit_change_sets() -> None:
     assert (f.added, f.changed, f.removed) == (("/etc/new",), ("/etc/mode",), ("/etc/gone",))
     u = unit_changes(old, new)
     assert (u.added, u.changed, u.removed) == (("c.service",), ("a.service",), ("b.service",))
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/etc/systemd/system/kubelet.service.d/10-mco.conf", True),
+        ("/etc/systemd/system/kubelet.service.d/20-other.conf", False),
+        ("/etc/systemd/system/crio.service.d/10-mco.conf", False),
+        ("/etc/systemd/system/kubelet.service", False),
+        ("/etc/kubelet.service.d/10-mco.conf", False),
+        ("/etc/systemd/system/kubelet.service.d/sub/10-mco.conf", False),
+    ],
+)
+def test_dropin_check(path: str, expected: bool) -> None:
+    """Upstream TestDropinCheck: only dropins the config defines count."""
+    cfg = mc(
+        units=[{"name": "kubelet.service", "dropins": [{"name": "10-mco.conf", "contents": "x"}]}]
+    )
+    assert cfg.ignition.is_dropin_path(path) is expected
