@@ -81,13 +81,17 @@ class Root:
             todo.extend(reversed(target.split("/")))
         return current
 
+    def host_path(self, node_path: str) -> str:
+        """The agent-side path of ``node_path``, its parents resolved inside the root."""
+        return self.host(self.resolve(node_path))
+
     def lstat(self, node_path: str) -> os.stat_result:
         """``lstat`` of the node path (parents resolved inside the root)."""
-        return os.lstat(self.host(self.resolve(node_path)))
+        return os.lstat(self.host_path(node_path))
 
     def read_bytes(self, node_path: str) -> bytes:
         """Contents of a regular file; never follows a symlink in the last component."""
-        return read_nofollow(self.host(self.resolve(node_path)))
+        return read_nofollow(self.host_path(node_path))
 
     def symlink_target(self, node_path: str) -> str:
         """Where a symlink finally points, as a node path (chain resolved inside the root)."""

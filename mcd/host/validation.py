@@ -138,7 +138,7 @@ def _check_mask(root: Root, path: str) -> str:
 def check_file(root: Root, path: str, expected: bytes, mode: int) -> str:
     """Empty when ``path`` is a regular file with exactly ``mode`` and ``expected`` bytes."""
     try:
-        host_path = root.host(root.resolve(path))
+        host_path = root.host_path(path)  # resolved once for both lstat and read
         st = os.lstat(host_path)
     except (OSError, PathEscapeError) as e:
         return f"could not stat file {goquote(path)}: {_go_error(e, path, 'lstat')}"

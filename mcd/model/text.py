@@ -13,8 +13,3 @@ def goquote(s: str) -> str:
 def gooctal(n: int) -> str:
     """Format like Go's ``%#o``: ``0644``, ``04777``, ``0``."""
     return "0" + format(n, "o") if n else "0"
-
-
-def truncate(s: str, limit: int) -> str:
-    """Cut ``s`` to ``limit`` characters (upstream writes ``reason`` with ``%.2000s``)."""
-    return s[:limit]

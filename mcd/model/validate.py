@@ -11,7 +11,7 @@ import hashlib
 import posixpath
 from collections.abc import Iterator
 
-from mcd.model.dataurl import decode_data_url
+from mcd.model.dataurl import decode_data_url, decompress
 from mcd.model.errors import ConfigValidationError, DecodeError
 from mcd.model.ignition import MAX_FILE_MODE, Contents, IgnitionConfig, Owner
 from mcd.model.ignition_parse import V2_VERSIONS
@@ -93,7 +93,8 @@ def _owner_problems(owner: Owner, fld: str, path: str) -> Iterator[str]:
 
 def _contents_problems(contents: Contents, fld: str, path: str) -> Iterator[str]:
     try:
-        data = contents.decode()
+        fetched = b"" if contents.source is None else decode_data_url(contents.source)
+        decompress(fetched, contents.compression)
     except DecodeError as e:
         yield f"{fld}: could not decode file {goquote(path)}: {e.detail}"
         return
@@ -105,7 +106,6 @@ def _contents_problems(contents: Contents, fld: str, path: str) -> Iterator[str]
         yield f"{fld}.verification.hash: unrecognized hash {goquote(contents.verification)}"
         return
     # Ignition verifies the resource as fetched, before decompression.
-    fetched = decode_data_url(contents.source) if contents.source is not None else data
     if hasher(fetched).hexdigest() != digest.lower():
         yield f"{fld}.verification.hash: hash mismatch for {goquote(path)}"
 
