@@ -9,6 +9,17 @@ apt_packages=()
 command -v make >/dev/null 2>&1 || apt_packages+=(make)
 command -v python3 >/dev/null 2>&1 || apt_packages+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_packages+=(python3-venv)
+# dbus: the private test bus (dbus-daemon). libsystemd-dev, pkg-config, gcc and the
+# Python headers: systemd-python (journald, sd_notify) builds from source.
+# passwd: usermod --prefix for the password hash. systemd: systemctl --root for
+# offline unit enablement.
+for pkg in dbus libsystemd-dev pkg-config gcc passwd systemd; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || apt_packages+=("$pkg")
+done
+python3 - >/dev/null 2>&1 <<'PY' || apt_packages+=(python3-dev)
+import os, sysconfig
+raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+PY
 if ((${#apt_packages[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

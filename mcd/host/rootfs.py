@@ -19,10 +19,18 @@ MAX_SYMLINKS = 40
 class Root:
     """A node's root directory (``/rootfs`` in a pod, ``/`` on a host, a temp dir in tests)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, cache: bool = False) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self._prefix = "" if self.path == "/" else self.path
-        self._parents: dict[str, str] = {}
+        self._parents: dict[str, str] | None = {} if cache else None
+
+    def snapshot(self) -> Root:
+        """The same root, remembering resolved parent directories: for read-only scans.
+
+        Writers use the plain root, which resolves every path afresh, so a
+        directory replaced by a symlink is never written through by mistake.
+        """
+        return Root(self.path, cache=True)
 
     def __repr__(self) -> str:
         return f"Root({self.path!r})"
@@ -46,6 +54,8 @@ class Root:
         return _join(parent, last)
 
     def _resolve_dir(self, node_dir: str) -> str:
+        if self._parents is None:
+            return self._walk("/", node_dir.split("/"))
         cached = self._parents.get(node_dir)
         if cached is None:
             cached = self._walk("/", node_dir.split("/"))

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from mcd.host import gomode
 from mcd.host.errors import PathEscapeError
@@ -23,6 +24,14 @@ from mcd.model.text import goquote
 from mcd.model.vocabulary import VALIDATION_IGNORED_PATHS, dropin_path, unit_path
 
 DEV_NULL = "/dev/null"
+ENABLED_STATES = frozenset({"enabled", "enabled-runtime"})
+NOT_ENABLED_STATES = frozenset({"disabled", "masked", "masked-runtime", "not-found"})
+
+
+class UnitFileStates(Protocol):
+    """The part of the systemd interface validation needs (``systemctl is-enabled``)."""
+
+    def unit_file_state(self, unit: str) -> str: ...
 
 
 class DriftKind(StrEnum):
@@ -56,8 +65,15 @@ def unexpected_state(config_name: str, message: str) -> str:
     return f"unexpected on-disk state validating against {config_name}: {message}"
 
 
-def validate_on_disk(mc: MachineConfig, root: Root) -> ValidationReport:
-    """Compare files, units and dropins of ``mc`` with what is under ``root``."""
+def validate_on_disk(
+    mc: MachineConfig, root: Root, unit_states: UnitFileStates | None = None
+) -> ValidationReport:
+    """Compare files, units and dropins of ``mc`` with what is under ``root``.
+
+    With ``unit_states`` (the node's systemd), the ``enabled`` setting of each
+    unit of a spec 3 config is checked too, as upstream does.
+    """
+    root = root.snapshot()
     mismatches: list[Mismatch] = []
     files_checked = 0
     for file in mc.ignition.files:
@@ -87,12 +103,15 @@ def validate_on_disk(mc: MachineConfig, root: Root) -> ValidationReport:
         problem = check_file(root, file.path, data, file.effective_mode)
         if problem:
             mismatches.append(Mismatch(file.path, DriftKind.FILE, problem))
-    for path, problem in _unit_problems(mc, root):
+    for path, problem in _unit_problems(mc, root, unit_states):
         mismatches.append(Mismatch(path, DriftKind.UNIT, problem))
     return ValidationReport(mc.name, tuple(mismatches), files_checked, len(mc.ignition.units))
 
 
-def _unit_problems(mc: MachineConfig, root: Root) -> Iterator[tuple[str, str]]:
+def _unit_problems(
+    mc: MachineConfig, root: Root, unit_states: UnitFileStates | None
+) -> Iterator[tuple[str, str]]:
+    check_enabled = unit_states is not None and not mc.ignition.version.startswith("2.")
     for unit in mc.ignition.units:
         for dropin in unit.dropins:
             path = dropin_path(unit.name, dropin.name)
@@ -108,8 +127,20 @@ def _unit_problems(mc: MachineConfig, root: Root) -> Iterator[tuple[str, str]]:
             problem = _check_mask(root, path)
         else:
             problem = check_file(root, path, unit.contents.encode(), DEFAULT_FILE_MODE)
+            if not problem and check_enabled and unit.enabled is not None:
+                assert unit_states is not None
+                problem = _check_enabled(unit.name, unit.enabled, unit_states)
         if problem:
             yield path, problem
+
+
+def _check_enabled(name: str, enabled: bool, unit_states: UnitFileStates) -> str:
+    state = unit_states.unit_file_state(name)
+    wrong = NOT_ENABLED_STATES if enabled else ENABLED_STATES
+    if state in wrong:
+        want = "true" if enabled else "false"
+        return f"unit {goquote(name)} expected enabled={want}, but systemd reports {goquote(state)}"
+    return ""
 
 
 def _exists(root: Root, path: str) -> bool:

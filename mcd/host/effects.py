@@ -1,0 +1,42 @@
+"""One node's host effects, wired together: what the update transaction calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from mcd.host import files as file_writer
+from mcd.host import stale, users
+from mcd.host.accounts import Accounts
+from mcd.host.backups import Backups, PackageDatabase
+from mcd.host.rootfs import Root
+from mcd.host.runner import Runner
+from mcd.host.systemd import SystemdManager
+from mcd.host.units import UnitWriter
+from mcd.model.ignition import File, IgnitionConfig, Unit, User
+
+
+class HostEffects:
+    """Files, units, stale data, SSH keys and passwords of one root."""
+
+    def __init__(self, root: Root, systemd: SystemdManager, runner: Runner | None = None) -> None:
+        self.root = root
+        self.systemd = systemd
+        self.runner = runner or Runner()
+        self.backups = Backups(root, PackageDatabase(root, self.runner))
+
+    def write_files(self, files: Iterable[File], skip_certificate_write: bool = False) -> int:
+        return file_writer.write_files(
+            self.root, files, self.backups, Accounts(self.root), skip_certificate_write
+        )
+
+    def write_units(self, units: Iterable[Unit]) -> None:
+        UnitWriter(self.root, self.systemd, self.backups).write(units)
+
+    def delete_stale_data(self, old: IgnitionConfig, new: IgnitionConfig) -> None:
+        stale.delete_stale_data(self.root, old, new, self.backups, self.systemd)
+
+    def update_ssh_keys(self, new: Sequence[User]) -> bool:
+        return users.update_ssh_keys(self.root, new, Accounts(self.root))
+
+    def set_password_hashes(self, old: Sequence[User], new: Sequence[User]) -> None:
+        users.set_password_hashes(self.root, self.runner, old, new, Accounts(self.root))

@@ -1,0 +1,50 @@
+"""Writing the Ignition files of a MachineConfig (upstream ``writeFiles``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from mcd.host import fsops
+from mcd.host.accounts import Accounts
+from mcd.host.backups import Backups
+from mcd.host.errors import HostError
+from mcd.host.rootfs import Root
+from mcd.model.errors import DecodeError
+from mcd.model.ignition import File
+from mcd.model.text import goquote
+from mcd.model.vocabulary import KUBELET_CA
+
+log = logging.getLogger(__name__)
+
+
+def write_files(
+    root: Root,
+    files: Iterable[File],
+    backups: Backups,
+    accounts: Accounts | None = None,
+    skip_certificate_write: bool = False,
+) -> int:
+    """Write every file atomically with its mode and owner, backing up originals first.
+
+    Everything is decoded and every owner resolved before the first write, so a
+    bad entry fails the whole call with nothing on disk changed. Returns the
+    number of files written.
+    """
+    accounts = accounts or Accounts(root)
+    prepared: list[tuple[File, bytes, fsops.Ownership]] = []
+    for file in files:
+        if skip_certificate_write and file.path == KUBELET_CA:
+            continue
+        if file.append:
+            raise HostError("found an append section when writing files. Append is not supported")
+        try:
+            data = file.data()
+        except DecodeError as e:
+            raise HostError(e.detail) from e
+        prepared.append((file, data, accounts.ownership(file)))
+    for file, data, owner in prepared:
+        log.info("Writing file %s", goquote(file.path))
+        backups.preserve(file.path)
+        fsops.write_file(root, file.path, data, file.effective_mode, owner)
+    return len(prepared)

@@ -1,0 +1,230 @@
+"""Atomic filesystem operations inside a node root.
+
+Every write goes to a temp file in the target's own directory, gets its owner
+and mode before any data, is written, fsynced and renamed over the target; the
+directory is then fsynced so the rename itself survives a power cut. A reader
+(or an agent killed at any instant) sees the old bytes or the new ones, never a
+mix. The temp name is derived from the target name, so a leftover from a killed
+writer is replaced by the next write of the same file instead of piling up.
+
+All paths are node paths resolved through :class:`Root`: parents are followed
+the way the node sees them and a path climbing out of the root is refused
+before anything is created.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+
+from mcd.host.errors import HostError, PathEscapeError
+from mcd.host.rootfs import Root
+
+DIR_MODE = 0o755
+FILE_MODE = 0o644
+_TMP_SUFFIX = ".mcd-tmp"
+_NAME_MAX = 255
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Numeric owner of a written file; ``None`` keeps what the writer gets (root)."""
+
+    uid: int | None = None
+    gid: int | None = None
+
+
+ROOT_OWNED = Ownership(0, 0)
+
+
+def target_path(root: Root, node_path: str) -> str:
+    """The agent-side path to write ``node_path`` at, refusing escapes.
+
+    Parents are resolved inside the root. The last component is not followed
+    (a rename replaces a symlink rather than writing through it), but a symlink
+    there that leads out of the root is still refused: writing over it would
+    hide where it pointed, and the node would not end up as the config says.
+    """
+    if not node_path.startswith("/"):
+        raise PathEscapeError(f"refusing to write {node_path!r}: not an absolute path")
+    try:
+        resolved = root.resolve(node_path)
+        root.resolve(node_path, follow_last=True)
+    except PathEscapeError as e:
+        raise PathEscapeError(f"refusing to write {node_path}: {e}") from e
+    return root.host(resolved)
+
+
+def ensure_dir(root: Root, node_dir: str, mode: int = DIR_MODE) -> str:
+    """``mkdir -p`` inside the root; created directories get exactly ``mode``."""
+    resolved = root.resolve(node_dir, follow_last=True) if node_dir != "/" else "/"
+    host_dir = root.host(resolved)
+    missing: list[str] = []
+    probe = host_dir
+    while not os.path.isdir(probe):
+        if os.path.lexists(probe):
+            raise HostError(f"cannot create directory {node_dir}: {probe} exists and is not one")
+        missing.append(probe)
+        probe = os.path.dirname(probe)
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            continue
+        os.chmod(directory, mode)  # mkdir's mode is filtered by the umask
+    return host_dir
+
+
+def _temp_name(host_path: str) -> str:
+    directory, name = os.path.split(host_path)
+    temp = f".{name}{_TMP_SUFFIX}"
+    if len(temp.encode()) > _NAME_MAX:
+        temp = f".mcd-tmp-{hashlib.sha256(name.encode()).hexdigest()[:40]}"
+    return os.path.join(directory, temp)
+
+
+def _open_temp(host_path: str) -> tuple[int, str]:
+    temp = _temp_name(host_path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(temp, flags, 0o600), temp
+    except FileExistsError:
+        _remove_any(temp)  # left behind by a writer that was killed
+        return os.open(temp, flags, 0o600), temp
+
+
+def fsync_dir(host_dir: str) -> None:
+    fd = os.open(host_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file(
+    root: Root,
+    node_path: str,
+    data: bytes,
+    mode: int = FILE_MODE,
+    owner: Ownership = Ownership(),
+    dir_mode: int = DIR_MODE,
+) -> None:
+    """Atomically replace ``node_path`` with ``data`` (owner and mode set before data)."""
+    host_path = target_path(root, node_path)
+    ensure_dir(root, os.path.dirname(node_path) or "/", dir_mode)
+    if os.path.isdir(host_path) and not os.path.islink(host_path):
+        raise HostError(f"cannot write file {node_path}: a directory is in the way")
+    fd, temp_path = _open_temp(host_path)
+    try:
+        try:
+            if owner.uid is not None or owner.gid is not None:
+                os.fchown(fd, _or_keep(owner.uid), _or_keep(owner.gid))
+            os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temp_path, host_path)
+    except BaseException:
+        _remove_any(temp_path)
+        raise
+    fsync_dir(os.path.dirname(host_path))
+
+
+def _or_keep(ident: int | None) -> int:
+    return -1 if ident is None else ident
+
+
+def write_symlink(root: Root, node_path: str, target: str) -> None:
+    """Atomically make ``node_path`` a symlink to ``target`` (whatever was there is replaced)."""
+    host_path = target_path(root, node_path)
+    ensure_dir(root, os.path.dirname(node_path) or "/")
+    if os.path.isdir(host_path) and not os.path.islink(host_path):
+        shutil.rmtree(host_path)
+    temp = _temp_name(host_path)
+    _remove_any(temp)
+    os.symlink(target, temp)
+    try:
+        os.rename(temp, host_path)
+    except BaseException:
+        _remove_any(temp)
+        raise
+    fsync_dir(os.path.dirname(host_path))
+
+
+def remove(root: Root, node_path: str) -> bool:
+    """Remove a file, symlink or directory tree (``rm -rf``); False when nothing was there."""
+    host_path = target_path(root, node_path)
+    existed = _remove_any(host_path)
+    if existed:
+        fsync_dir(os.path.dirname(host_path))
+    return existed
+
+
+def _remove_any(host_path: str) -> bool:
+    try:
+        st = os.lstat(host_path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(host_path)
+    else:
+        try:
+            os.unlink(host_path)
+        except FileNotFoundError:
+            return False
+    return True
+
+
+def copy_preserving(root: Root, source: str, destination: str) -> None:
+    """``cp -a`` of one file or symlink, done atomically: bytes, mode, owner, times, xattrs."""
+    src = target_path(root, source)
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        write_symlink(root, destination, os.readlink(src))
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise HostError(f"cannot back up {source}: not a regular file or symlink")
+    host_dest = target_path(root, destination)
+    ensure_dir(root, os.path.dirname(destination))
+    fd, temp = _open_temp(host_dest)
+    try:
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            with open(src, "rb") as reader:
+                while chunk := reader.read(1 << 20):
+                    os.write(fd, chunk)
+            _copy_xattrs(src, fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        os.rename(temp, host_dest)
+    except BaseException:
+        _remove_any(temp)
+        raise
+    fsync_dir(os.path.dirname(host_dest))
+
+
+def _copy_xattrs(src: str, fd: int) -> None:
+    """Keep extended attributes (the SELinux label among them), as ``cp -a`` does."""
+    try:
+        names = os.listxattr(src, follow_symlinks=False)
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return
+        raise
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(src, name, follow_symlinks=False))
+        except OSError as e:
+            if e.errno not in (errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+                raise

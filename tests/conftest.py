@@ -1,0 +1,43 @@
+"""Shared fixtures: a node root in a temp dir, and a private D-Bus with a fake systemd."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.bus import SystemdBus
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_bus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never reach the machine's own system bus or journal from a test by accident."""
+    monkeypatch.delenv("DBUS_SYSTEM_BUS_ADDRESS", raising=False)
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+
+
+@pytest.fixture
+def node_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "etc/systemd/system").mkdir(parents=True)
+    (root / "etc/passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
+        "etcd:x:1001:1001::/var/lib/etcd:/sbin/nologin\n"
+    )
+    (root / "etc/group").write_text("root:x:0:\ncore:x:1000:\netcd:x:1001:\nwheel:x:10:core\n")
+    shadow = root / "etc/shadow"
+    shadow.write_text("root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\netcd:!!:19000::::::\n")
+    shadow.chmod(0o640)
+    (root / "home/core").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def systemd_bus(tmp_path: Path, node_root: Path) -> Iterator[SystemdBus]:
+    bus = SystemdBus(tmp_path / "bus", node_root)
+    bus.start()
+    try:
+        yield bus
+    finally:
+        bus.stop()
