@@ -42,6 +42,7 @@ def write_files(
             data = file.data()
         except DecodeError as e:
             raise HostError(e.detail) from e
+        fsops.target_path(root, file.path)  # refuse escapes before anything is written
         prepared.append((file, data, accounts.ownership(file)))
     for file, data, owner in prepared:
         log.info("Writing file %s", goquote(file.path))

@@ -24,8 +24,9 @@ STDERR_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _installed: list[logging.Handler] = []
 
 
-def _send_fields(message: str, **fields: Any) -> None:
-    journal.send(message, **{k: v for k, v in fields.items() if k.isupper() and v is not None})
+def _send_fields(text: str, /, **fields: Any) -> None:
+    """Forward only journal-style (upper-case) fields; ``message``, ``args`` etc. stay out."""
+    journal.send(text, **{k: v for k, v in fields.items() if k.isupper() and v is not None})
 
 
 class _StaticFields(logging.Filter):

@@ -63,7 +63,7 @@ class Root:
         return cached
 
     def _walk(self, start: str, parts: list[str]) -> str:
-        current, hops = start, 0
+        current, hops, via = start, 0, ""
         todo = list(reversed(parts))
         while todo:
             part = todo.pop()
@@ -71,7 +71,8 @@ class Root:
                 continue
             if part == "..":
                 if current == "/":
-                    raise PathEscapeError(f"path climbs above the root {self.path}")
+                    where = f"{via} is a symlink leading" if via else "path climbs"
+                    raise PathEscapeError(f"{where} outside the root {self.path}")
                 current = current.rsplit("/", 1)[0] or "/"
                 continue
             candidate = _join(current, part)
@@ -83,6 +84,7 @@ class Root:
                 current = candidate
                 continue
             hops += 1
+            via = candidate
             if hops > MAX_SYMLINKS:
                 raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), candidate)
             target = os.readlink(self.host(candidate))
