@@ -17,6 +17,8 @@ import click
 
 from mcd import __version__
 from mcd.host.rootfs import Root
+from mcd.host.runner import Runner
+from mcd.host.systemd import connect as connect_systemd
 from mcd.host.validation import validate_on_disk
 from mcd.model.describe import describe_plan
 from mcd.model.errors import ConfigError
@@ -115,10 +117,17 @@ def plan(
 def validate(config: Path, root: Path) -> None:
     """Check that the files, units, dropins and masks of CONFIG are on disk under ROOT.
 
-    Prints every mismatch (never file contents). Exit 0 when the node matches, 1 otherwise.
+    Unit enablement is asked of the node's systemd (over D-Bus, or ``systemctl
+    --root`` for an offline root). Prints every mismatch (never file contents).
+    Exit 0 when the node matches, 1 otherwise.
     """
     mc = read_config(config)
-    report = validate_on_disk(mc, Root(root))
+    node = Root(root)
+    systemd = connect_systemd(node, Runner())
+    try:
+        report = validate_on_disk(mc, node, systemd)
+    finally:
+        systemd.close()
     for reason in report.reasons():
         click.echo(reason)
     if not report.ok:

@@ -6,19 +6,22 @@ unit-file changes with the real ``systemctl --root`` on the temp root.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from mcd.cli import cli
 from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from mcd.host.systemd import JobFailed, OfflineSystemd, SystemdUnavailable, connect
 from mcd.host.validation import validate_on_disk
-from tests.builders import mc
+from tests.builders import mc, mc_doc
 from tests.fakes.bus import SystemdBus
 
 SERVICE = "[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
@@ -216,3 +219,24 @@ def test_offline_root_uses_systemctl_root_and_refuses_live_actions(node_root: Pa
         systemd.restart("crio.service")
     with pytest.raises(SystemdUnavailable, match="cannot reboot"):
         systemd.reboot("x")
+
+
+def test_cli_validate_asks_the_nodes_systemd(
+    node_root: Path, systemd_bus: SystemdBus, client: DBusSystemd, tmp_path: Path
+) -> None:
+    doc = mc_doc(
+        "rendered-worker-1", units=[{"name": "on.service", "contents": SERVICE, "enabled": True}]
+    )
+    config = tmp_path / "mc.json"
+    config.write_text(json.dumps(doc))
+    (node_root / "etc/systemd/system/on.service").write_text(SERVICE)
+    env = {"DBUS_SYSTEM_BUS_ADDRESS": systemd_bus.address}
+    result = CliRunner().invoke(cli, ["validate", str(config), "--root", str(node_root)], env=env)
+    assert result.exit_code == 1
+    assert (
+        'unit "on.service" expected enabled=true, but systemd reports "disabled"' in result.output
+    )
+    assert systemd_bus.calls("GetUnitFileState")
+    client.enable(["on.service"])
+    result = CliRunner().invoke(cli, ["validate", str(config), "--root", str(node_root)], env=env)
+    assert result.exit_code == 0, result.output
