@@ -16,6 +16,9 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_packages+=(python3-ve
 for pkg in dbus libsystemd-dev pkg-config gcc passwd systemd; do
     dpkg -s "$pkg" >/dev/null 2>&1 || apt_packages+=("$pkg")
 done
+# kubectl for the tests that drive the fake API server with the real client
+# (Debian's kubernetes-client: kubectl 1.20).
+command -v kubectl >/dev/null 2>&1 || apt_packages+=(kubernetes-client)
 python3 - >/dev/null 2>&1 <<'PY' || apt_packages+=(python3-dev)
 import os, sysconfig
 raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
