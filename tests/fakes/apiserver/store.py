@@ -86,7 +86,7 @@ def conflict(resource: Resource, name: str) -> ApiError:
     return ApiError(
         409,
         "Conflict",
-        f'Operation cannot be fulfilled on {resource.plural}{"." + resource.group if resource.group else ""} '
+        f"Operation cannot be fulfilled on {resource.plural}{'.' + resource.group if resource.group else ''} "
         f'"{name}": the object has been modified; please apply your changes to the latest version '
         "and try again",
         {"name": name, "group": resource.group, "kind": resource.plural},
@@ -135,7 +135,7 @@ class Store:
                 raise not_found(resource, name)
             return copy.deepcopy(obj)
 
-    def list(
+    def select(
         self, resource: Resource, namespace: str, match: Callable[[Obj], bool] | None = None
     ) -> tuple[list[Obj], int]:
         with self.lock:
@@ -218,9 +218,7 @@ class Store:
     def changes_since(self, rv: int, plural: str) -> list[Change]:
         with self.lock:
             if rv < self.oldest_rv:
-                raise ApiError(
-                    410, "Expired", f"too old resource version: {rv} ({self.oldest_rv})"
-                )
+                raise ApiError(410, "Expired", f"too old resource version: {rv} ({self.oldest_rv})")
             return [c for c in self.history if c.rv > rv and c.resource == plural]
 
     def wait(self, timeout: float) -> None:
@@ -275,7 +273,9 @@ def json_patch(target: Obj, ops: list[dict[str, Any]]) -> Obj:
                     parent[int(last)] = op["value"]
             else:
                 if kind == "replace" and last not in parent:
-                    raise ApiError(422, "Invalid", f"replace operation does not apply: {op['path']}")
+                    raise ApiError(
+                        422, "Invalid", f"replace operation does not apply: {op['path']}"
+                    )
                 parent[last] = op["value"]
         elif kind == "remove":
             if isinstance(parent, list):
@@ -287,4 +287,3 @@ def json_patch(target: Obj, ops: list[dict[str, Any]]) -> Obj:
         else:
             raise ApiError(400, "BadRequest", f"unsupported JSON patch op {kind!r}")
     return doc
-
