@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.bus import SystemdBus
+from tests.fakes.kubecluster import TestCluster
 
 
 @pytest.fixture(autouse=True)
@@ -41,3 +43,20 @@ def systemd_bus(tmp_path: Path, node_root: Path) -> Iterator[SystemdBus]:
         yield bus
     finally:
         bus.stop()
+
+
+@pytest.fixture
+def kube_cluster(tmp_path: Path) -> Iterator[TestCluster]:
+    cluster = TestCluster(tmp_path)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def fake_api(kube_cluster: TestCluster) -> FakeApiServer:
+    """Fault injection needs the fake: skipped against a real cluster."""
+    if kube_cluster.fake is None:
+        pytest.skip("fault injection needs the fake API server")
+    return kube_cluster.fake

@@ -1,0 +1,119 @@
+"""Events about the Node, with the upstream reasons (``involvedObject`` = the Node).
+
+Recording never fails the caller: an Event that cannot be written is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from mcd.cluster.api import ApiError, Kube
+
+log = logging.getLogger(__name__)
+
+SOURCE_COMPONENT = "machineconfigdaemon"
+
+
+class EventType(StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class Reason(StrEnum):
+    """Event reasons of the upstream daemon (reference 4.4)."""
+
+    BOOT_RESYNC = "BootResync"
+    NODE_DONE = "NodeDone"
+    UNCORDON = "Uncordon"
+    CORDON = "Cordon"
+    DRAIN = "Drain"
+    CONFIG_DRIFT_MONITOR_STARTED = "ConfigDriftMonitorStarted"
+    CONFIG_DRIFT_MONITOR_STOPPED = "ConfigDriftMonitorStopped"
+    IN_CLUSTER_UPGRADE = "InClusterUpgrade"
+    OS_UPDATE_STARTED = "OSUpdateStarted"
+    OS_UPDATE_STAGED = "OSUpdateStaged"
+    OS_UPGRADE_APPLIED = "OSUpgradeApplied"
+    OS_UPGRADE_SKIPPED = "OSUpgradeSkipped"
+    SKIP_REBOOT = "SkipReboot"
+    SERVICE_RELOAD = "ServiceReload"
+    SERVICE_RESTART = "ServiceRestart"
+    REBOOT = "Reboot"
+    ADD_SIGTERM_PROTECTION = "AddSigtermProtection"
+    REMOVE_SIGTERM_PROTECTION = "RemoveSigtermProtection"
+    ON_DISK_STATE_VALIDATION_FAILED = "OnDiskStateValidationFailed"
+    PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED = "PreflightConfigDriftCheckFailed"
+    CONFIG_DRIFT_DETECTED = "ConfigDriftDetected"
+    FAILED_TO_UNCORDON = "FailedToUncordon"
+    FAILED_TO_DRAIN = "FailedToDrain"
+    FAILED_TO_RECONCILE = "FailedToReconcile"
+    FAILED_SERVICE_RELOAD = "FailedServiceReload"
+    FAILED_SERVICE_RESTART = "FailedServiceRestart"
+    GOT_SIGTERM_DURING_UPDATE = "GotSigtermDuringUpdate"
+
+
+WARNINGS = frozenset(
+    {
+        Reason.ON_DISK_STATE_VALIDATION_FAILED,
+        Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED,
+        Reason.CONFIG_DRIFT_DETECTED,
+        Reason.FAILED_TO_UNCORDON,
+        Reason.FAILED_TO_DRAIN,
+        Reason.FAILED_TO_RECONCILE,
+        Reason.FAILED_SERVICE_RELOAD,
+        Reason.FAILED_SERVICE_RESTART,
+        Reason.GOT_SIGTERM_DURING_UPDATE,
+    }
+)
+
+
+def default_namespace() -> str:
+    """Where Node events go: the agent's own namespace in a pod, else ``default``."""
+    return os.environ.get("POD_NAMESPACE") or "default"
+
+
+class EventRecorder:
+    def __init__(
+        self, kube: Kube, node_name: str, node_uid: str = "", namespace: str | None = None
+    ) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.node_uid = node_uid
+        self.namespace = namespace or default_namespace()
+
+    def record(self, reason: Reason, message: str) -> bool:
+        """Create the Event; False (and a log line) when the API server refused it."""
+        event_type = EventType.WARNING if reason in WARNINGS else EventType.NORMAL
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{self.node_name}.{time.time_ns():x}",
+                "namespace": self.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": self.node_name,
+                "uid": self.node_uid,
+            },
+            "reason": str(reason),
+            "message": message,
+            "type": str(event_type),
+            "source": {"component": SOURCE_COMPONENT, "host": self.node_name},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": SOURCE_COMPONENT,
+            "reportingInstance": self.node_name,
+        }
+        try:
+            self.kube.request("POST", f"/api/v1/namespaces/{self.namespace}/events", body=body)
+        except ApiError as e:
+            log.warning("Could not record event %s on node %s: %s", reason, self.node_name, e)
+            return False
+        return True

@@ -1,0 +1,104 @@
+"""Writes to the agent's own Node: annotations and cordon, through one serialised writer.
+
+Each write reads the Node, skips the request when nothing would change, and
+sends a JSON merge patch that carries the resourceVersion it read: if the Node
+changed meanwhile the server answers 409 and the write is redone on the fresh
+object (up to ``retries`` times). ``reason`` is cut at 2000 characters, as
+upstream's ``%.2000s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
+from mcd.model.vocabulary import REASON_LIMIT, Annotation
+
+log = logging.getLogger(__name__)
+
+
+def node_path(name: str) -> str:
+    return f"/api/v1/nodes/{name}"
+
+
+def annotations_of(node: Obj) -> dict[str, str]:
+    return dict((node.get("metadata") or {}).get("annotations") or {})
+
+
+class NodeWriter:
+    """The only path by which the agent changes its Node."""
+
+    def __init__(self, kube: Kube, node_name: str, retries: int = 20) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.retries = retries
+        self._lock = threading.Lock()
+        self.patches = 0
+
+    def get(self) -> Obj:
+        return self.kube.request("GET", node_path(self.node_name))
+
+    def set_annotations(self, values: Mapping[str, str | None]) -> Obj:
+        """Set (or, with ``None``, remove) annotations; no request when already so."""
+        wanted = {
+            k: (v[:REASON_LIMIT] if k == Annotation.REASON and v is not None else v)
+            for k, v in values.items()
+        }
+
+        def change(node: Obj) -> Obj | None:
+            have = annotations_of(node)
+            diff = {k: v for k, v in wanted.items() if have.get(k) != v}
+            return {"metadata": {"annotations": diff}} if diff else None
+
+        return self._update(change)
+
+    def set_unschedulable(
+        self, unschedulable: bool, annotations: Mapping[str, str | None] | None = None
+    ) -> Obj:
+        """Cordon or uncordon, with optional annotations in the same patch."""
+        extra = dict(annotations or {})
+
+        def change(node: Obj) -> Obj | None:
+            patch: Obj = {}
+            if bool((node.get("spec") or {}).get("unschedulable")) != unschedulable:
+                patch["spec"] = {"unschedulable": True if unschedulable else None}
+            have = annotations_of(node)
+            diff = {k: v for k, v in extra.items() if have.get(k) != v}
+            if diff:
+                patch["metadata"] = {"annotations": diff}
+            return patch or None
+
+        return self._update(change)
+
+    def _update(self, change: Callable[[Obj], Obj | None]) -> Obj:
+        with self._lock:
+            for _attempt in range(self.retries):
+                node = self.get()
+                patch = change(node)
+                if patch is None:
+                    return node
+                patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"][
+                    "resourceVersion"
+                ]
+                try:
+                    self.patches += 1
+                    return self.kube.request(
+                        "PATCH", node_path(self.node_name), body=patch, content_type=MERGE_PATCH
+                    )
+                except ApiError as e:
+                    if e.status != 409:
+                        raise ApiError(
+                            e.status,
+                            e.reason,
+                            f'unable to update node "{self.node_name}": {e.message}',
+                            e.body,
+                        ) from e
+                    log.debug("Conflict updating node %s; retrying", self.node_name)
+                    time.sleep(random.uniform(0.01, 0.05) * (_attempt + 1))  # noqa: S311 - jitter
+            raise ApiError(
+                409, "Conflict", f'unable to update node "{self.node_name}": too many conflicts'
+            )

@@ -1,0 +1,126 @@
+"""Watching the agent's own Node, and only it.
+
+One long-lived request: ``GET /api/v1/nodes?watch=true&fieldSelector=metadata.name=<node>``.
+The watch resumes from the last resourceVersion it saw (bookmarks included),
+so a dropped connection or a server restart loses nothing; a ``410 Gone``
+(history compacted) leads to a fresh list of the one node, which carries the
+latest ``desiredConfig``. Failures back off from 0.5 s to 30 s. Nodes are
+never listed cluster-wide.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcd.cluster.api import ApiError, Kube, Obj
+
+log = logging.getLogger(__name__)
+
+NODES = "/api/v1/nodes"
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff: ``initial`` doubling up to ``maximum``; reset after a success."""
+
+    initial: float = 0.5
+    maximum: float = 30.0
+    _current: float = 0.0
+
+    def next(self) -> float:
+        self._current = min(self.maximum, self._current * 2) if self._current else self.initial
+        return self._current
+
+    def reset(self) -> None:
+        self._current = 0.0
+
+
+class NodeWatch:
+    """Calls ``on_node`` with every new version of the Node (a dict), in order."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        node_name: str,
+        on_node: Callable[[Obj], None],
+        watch_seconds: int = 300,
+        backoff: Backoff | None = None,
+        on_deleted: Callable[[Obj], None] | None = None,
+    ) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.on_node = on_node
+        self.on_deleted = on_deleted
+        self.watch_seconds = watch_seconds
+        self.backoff = backoff or Backoff()
+        self.resource_version: str | None = None
+        self.relists = 0
+        self.reconnects = 0
+
+    @property
+    def selector(self) -> str:
+        return f"metadata.name={self.node_name}"
+
+    def run(self, stop: threading.Event) -> None:
+        """Watch until ``stop`` is set (checked between events and while backing off)."""
+        while not stop.is_set():
+            try:
+                if self.resource_version is None:
+                    self._relist()
+                self._watch_once(stop)
+                self.backoff.reset()
+            except ApiError as e:
+                delay = self.backoff.next()
+                self.reconnects += 1
+                log.warning(
+                    "Watch of node %s failed (%s); retrying in %.1fs", self.node_name, e, delay
+                )
+                stop.wait(delay)
+            except ValueError as e:  # a garbled line: start over from the last version
+                delay = self.backoff.next()
+                log.warning("Watch of node %s returned bad data (%s); retrying", self.node_name, e)
+                stop.wait(delay)
+
+    def _relist(self) -> None:
+        listing = self.kube.request("GET", NODES, {"fieldSelector": self.selector})
+        self.relists += 1
+        for item in listing.get("items") or []:
+            self.on_node(item)
+        self.resource_version = str(listing.get("metadata", {}).get("resourceVersion") or "")
+
+    def _watch_once(self, stop: threading.Event) -> None:
+        query = {
+            "fieldSelector": self.selector,
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": self.watch_seconds,
+        }
+        for event in self.kube.stream(NODES, query, timeout=self.watch_seconds + 30):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    log.info(
+                        "Watch of node %s expired (%s); listing again",
+                        self.node_name,
+                        obj.get("message"),
+                    )
+                    self.resource_version = None
+                    return
+                raise ApiError(
+                    int(obj.get("code") or 0),
+                    str(obj.get("reason", "")),
+                    str(obj.get("message", "")),
+                    obj,
+                )
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self.resource_version = str(version)
+            if kind in ("ADDED", "MODIFIED"):
+                self.on_node(obj)
+            elif kind == "DELETED" and self.on_deleted is not None:
+                self.on_deleted(obj)
+            if stop.is_set():
+                return

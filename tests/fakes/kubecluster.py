@@ -1,0 +1,141 @@
+"""A cluster for tests: the fake API server, or a real one named by ``MCD_TEST_KUBECONFIG``.
+
+Setup goes through the official client only, as a controller would, so the
+same test runs against both. Every object a test creates is deleted after it;
+Nodes carry the label ``mcd-test=true``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcd.cluster.api import ApiError, Kube, load_client
+from tests.fakes.apiserver import FakeApiServer
+
+Obj = dict[str, Any]
+TEST_LABEL = {"mcd-test": "true"}
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster: {{server: "{url}"}}
+users:
+- name: test
+  user: {{token: test-token}}
+contexts:
+- name: fake
+  context: {{cluster: fake, user: test}}
+current-context: fake
+"""
+
+
+def write_kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(KUBECONFIG.format(url=url))
+    return path
+
+
+class TestCluster:
+    __test__ = False
+
+    def __init__(self, workdir: Path) -> None:
+        real = os.environ.get("MCD_TEST_KUBECONFIG")
+        self.fake: FakeApiServer | None = None
+        if real:
+            self.kubeconfig = Path(real)
+        else:
+            self.fake = FakeApiServer().start()
+            self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url)
+        self.kube = Kube(load_client(str(self.kubeconfig)))
+        self.suffix = uuid.uuid4().hex[:6]
+        self._cleanup: list[tuple[str, str]] = []
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.suffix}"
+
+    # -- setup through the API ----------------------------------------------------------
+
+    def create(self, path: str, obj: Obj, item_path: str | None = None) -> Obj:
+        created = self.kube.request("POST", path, body=obj)
+        self._cleanup.append(("DELETE", item_path or f"{path}/{created['metadata']['name']}"))
+        return created
+
+    def node(self, base: str = "node", annotations: dict[str, str] | None = None) -> str:
+        name = self.name(base)
+        self.create("/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": dict(TEST_LABEL), "annotations": annotations or {}},
+        })  # fmt: skip
+        return name
+
+    def namespace(self, base: str = "ns") -> str:
+        name = self.name(base)
+        self.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        )
+        return name
+
+    def pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        labels: dict[str, str] | None = None,
+        **meta: Any,
+    ) -> Obj:
+        return self.create(f"/api/v1/namespaces/{namespace}/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": labels or {}, **meta},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                     "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]},
+        })  # fmt: skip
+
+    def pdb(self, namespace: str, name: str, selector: dict[str, str], min_available: int) -> Obj:
+        return self.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}},
+        })  # fmt: skip
+
+    def annotate(self, node: str, values: dict[str, str | None]) -> Obj:
+        return self.kube.request(
+            "PATCH", f"/api/v1/nodes/{node}", body={"metadata": {"annotations": values}},
+            content_type="application/merge-patch+json",
+        )  # fmt: skip
+
+    def get_node(self, node: str) -> Obj:
+        return self.kube.request("GET", f"/api/v1/nodes/{node}")
+
+    def pods_on(self, node: str) -> list[str]:
+        listing = self.kube.request(
+            "GET", "/api/v1/pods", {"fieldSelector": f"spec.nodeName={node}"}
+        )
+        return sorted(p["metadata"]["name"] for p in listing["items"])
+
+    def events_for(self, node: str, namespace: str = "default") -> list[Obj]:
+        listing = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/events")
+        return [e for e in listing["items"] if e.get("involvedObject", {}).get("name") == node]
+
+    def close(self) -> None:
+        for method, path in reversed(self._cleanup):
+            with contextlib.suppress(ApiError):
+                self.kube.request(method, path, {"gracePeriodSeconds": 0})
+        if self.fake is not None:
+            self.fake.stop()
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return check()
