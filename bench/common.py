@@ -25,6 +25,7 @@ class Row:
     baseline: float
     target: str
     passed: bool
+    unit: str = "ms"  # "ms": figures are seconds, printed in ms; otherwise plain counts
 
     @property
     def ratio(self) -> float:
@@ -38,7 +39,9 @@ def print_table(rows: list[Row]) -> None:
     print(header)
     print("-" * len(header))
     for r in rows:
+        scale = 1000 if r.unit == "ms" else 1
         print(
-            f"{r.name:<44} {r.figure * 1000:>8.1f}ms {r.baseline * 1000:>8.1f}ms "
+            f"{r.name:<44} {r.figure * scale:>8.1f}{r.unit:<2} "
+            f"{r.baseline * scale:>8.1f}{r.unit:<2} "
             f"{r.ratio:>6.2f}x  {r.target:<22} {'PASS' if r.passed else 'MISS'}"
         )

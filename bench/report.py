@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+
+from bench.cluster import bench_drain, bench_update_requests
 from bench.common import print_table
 from bench.engine import bench_plan, bench_validate
 from bench.host import bench_apply_files
 
 
 def main() -> None:
-    rows = [bench_plan(), bench_validate(), bench_apply_files()]
+    logging.getLogger("mcd").setLevel(logging.ERROR)  # a stopped fake server ends watches
+    rows = [
+        bench_plan(),
+        bench_validate(),
+        bench_apply_files(),
+        bench_update_requests(),
+        bench_drain(),
+    ]
     print_table(rows)
 
 

@@ -76,7 +76,7 @@ class NodeWriter:
 
     def _update(self, change: Callable[[Obj], Obj | None]) -> Obj:
         with self._lock:
-            for _attempt in range(self.retries):
+            for attempt in range(self.retries):
                 node = self.get()
                 patch = change(node)
                 if patch is None:
@@ -98,7 +98,7 @@ class NodeWriter:
                             e.body,
                         ) from e
                     log.debug("Conflict updating node %s; retrying", self.node_name)
-                    time.sleep(random.uniform(0.01, 0.05) * (_attempt + 1))  # noqa: S311 - jitter
+                    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
             raise ApiError(
                 409, "Conflict", f'unable to update node "{self.node_name}": too many conflicts'
             )
