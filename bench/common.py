@@ -18,6 +18,19 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+def paired(
+    engine: Callable[[], object], baseline: Callable[[], object], repeat: int = 4
+) -> tuple[float, float]:
+    """Medians of ``engine`` and ``baseline`` run alternately, so drift hits both alike."""
+    engine_times, baseline_times = [], []
+    for _ in range(repeat):
+        for fn, times in ((engine, engine_times), (baseline, baseline_times)):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return statistics.median(engine_times), statistics.median(baseline_times)
+
+
 @dataclass(frozen=True)
 class Row:
     name: str

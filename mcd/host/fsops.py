@@ -52,17 +52,22 @@ def target_path(root: Root, node_path: str) -> str:
     if not node_path.startswith("/"):
         raise PathEscapeError(f"refusing to write {node_path!r}: not an absolute path")
     try:
-        resolved = root.resolve(node_path)
-        root.resolve(node_path, follow_last=True)
+        host_path = root.host(root.resolve(node_path))
+        if os.path.islink(host_path):
+            root.resolve(node_path, follow_last=True)
     except PathEscapeError as e:
         raise PathEscapeError(f"refusing to write {node_path}: {e}") from e
-    return root.host(resolved)
+    return host_path
 
 
 def ensure_dir(root: Root, node_dir: str, mode: int = DIR_MODE) -> str:
     """``mkdir -p`` inside the root; created directories get exactly ``mode``."""
     resolved = root.resolve(node_dir, follow_last=True) if node_dir != "/" else "/"
-    host_dir = root.host(resolved)
+    return _make_dirs(root.host(resolved), node_dir, mode)
+
+
+def _make_dirs(host_dir: str, node_dir: str, mode: int) -> str:
+    """Create the missing tail of an already resolved directory path."""
     missing: list[str] = []
     probe = host_dir
     while not os.path.isdir(probe):
@@ -115,7 +120,7 @@ def write_file(
 ) -> None:
     """Atomically replace ``node_path`` with ``data`` (owner and mode set before data)."""
     host_path = target_path(root, node_path)
-    ensure_dir(root, os.path.dirname(node_path) or "/", dir_mode)
+    _make_dirs(os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
     if os.path.isdir(host_path) and not os.path.islink(host_path):
         raise HostError(f"cannot write file {node_path}: a directory is in the way")
     fd, temp_path = _open_temp(host_path)

@@ -31,11 +31,14 @@ def decode_data_url(url: str) -> bytes:
         raise DecodeError("invalid data URL: missing ','")
     params = [p.strip() for p in meta.split(";")]
     is_base64 = len(params) > 1 and params[-1].lower() == "base64"
-    raw = unquote_to_bytes(payload)
+    if is_base64 and "%" not in payload:
+        raw = payload.encode("ascii", "replace")  # nothing to unquote: skip a full copy
+    else:
+        raw = unquote_to_bytes(payload)
     if not is_base64:
         return raw
     try:
-        return base64.b64decode(raw, validate=True)
+        return binascii.a2b_base64(raw, strict_mode=True)
     except (binascii.Error, ValueError) as e:
         raise DecodeError(f"invalid base64 data in data URL: {e}") from e
 
