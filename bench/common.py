@@ -22,7 +22,8 @@ def paired(
     engine: Callable[[], object], baseline: Callable[[], object], repeat: int = 4
 ) -> tuple[float, float]:
     """Medians of ``engine`` and ``baseline`` run alternately, so drift hits both alike."""
-    engine_times, baseline_times = [], []
+    engine_times: list[float] = []
+    baseline_times: list[float] = []
     for _ in range(repeat):
         for fn, times in ((engine, engine_times), (baseline, baseline_times)):
             start = time.perf_counter()
