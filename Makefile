@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 .PHONY: demo lint test unit bench format
 
 demo:
+	rm -rf build/demo-root
+	$(BIN)/mcd once-from examples/rendered-worker-1.yaml --root build/demo-root --skip-reboot
+	$(BIN)/mcd validate examples/rendered-worker-1.yaml --root build/demo-root
 	$(BIN)/mcd plan examples/rendered-worker-1.yaml examples/rendered-worker-2.yaml
-	$(BIN)/mcd plan examples/rendered-worker-1.yaml examples/rendered-worker-2.yaml \
-		--policy examples/machineconfiguration.yaml --json
 
 lint:
 	$(BIN)/ruff check mcd tests bench

@@ -16,6 +16,9 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 
 from mcd import __version__
+from mcd.agent.once import node_for, once_from
+from mcd.agent.transaction import UpdateError
+from mcd.host.journal import configure_logging
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from mcd.host.systemd import connect as connect_systemd
@@ -136,6 +139,37 @@ def validate(config: Path, root: Path) -> None:
         f"on-disk state matches {mc.name}: {report.files_checked} files, "
         f"{report.units_checked} units checked"
     )
+
+
+@cli.command("once-from")
+@click.argument("source")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory (created if missing).",
+)
+@click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@reports_config_errors
+def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
+    """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
+
+    Exit 0 when applied (or the reboot is queued or skipped), 2 when the change
+    cannot be applied to this node, 1 on any other failure (everything rolled back).
+    """
+    configure_logging()
+    root.mkdir(parents=True, exist_ok=True)
+    node = node_for(Root(root))
+    try:
+        outcome = once_from(source, node, skip_reboot=skip_reboot)
+    except UpdateError as e:
+        click.echo(f"error: {e}", err=True)
+        unreconcilable = str(e).startswith("can't reconcile")
+        sys.exit(EXIT_UNRECONCILABLE if unreconcilable else EXIT_BAD_INPUT)
+    finally:
+        node.effects.systemd.close()
+    click.echo(f"{outcome}: {source} applied to {root}")
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from mcd.host import files as file_writer
 from mcd.host import stale, users
@@ -24,9 +24,14 @@ class HostEffects:
         self.runner = runner or Runner()
         self.backups = Backups(root, PackageDatabase(root, self.runner))
 
-    def write_files(self, files: Iterable[File], skip_certificate_write: bool = False) -> int:
+    def write_files(
+        self,
+        files: Iterable[File],
+        skip_certificate_write: bool = False,
+        on_written: Callable[[int], None] | None = None,
+    ) -> int:
         return file_writer.write_files(
-            self.root, files, self.backups, Accounts(self.root), skip_certificate_write
+            self.root, files, self.backups, Accounts(self.root), skip_certificate_write, on_written
         )
 
     def write_units(self, units: Iterable[Unit]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from mcd.host import fsops
 from mcd.host.accounts import Accounts
@@ -24,6 +24,7 @@ def write_files(
     backups: Backups,
     accounts: Accounts | None = None,
     skip_certificate_write: bool = False,
+    on_written: Callable[[int], None] | None = None,
 ) -> int:
     """Write every file atomically with its mode and owner, backing up originals first.
 
@@ -44,8 +45,10 @@ def write_files(
             raise HostError(e.detail) from e
         fsops.target_path(root, file.path)  # refuse escapes before anything is written
         prepared.append((file, data, accounts.ownership(file)))
-    for file, data, owner in prepared:
+    for count, (file, data, owner) in enumerate(prepared, 1):
         log.info("Writing file %s", goquote(file.path))
         backups.preserve(file.path)
         fsops.write_file(root, file.path, data, file.effective_mode, owner)
+        if on_written is not None:
+            on_written(count)
     return len(prepared)

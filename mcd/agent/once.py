@@ -1,0 +1,80 @@
+"""``mcd once-from``: apply one config on a host with no cluster (upstream ``--once-from``).
+
+The source is a MachineConfig or a bare Ignition config, from a path or an
+http(s) URL. The node's previous config is its on-disk ``currentconfig`` (or
+the empty config); the legacy action table decides between a reboot and
+nothing, as upstream does for once-from. An update a previous run left
+half-done is finished (or rolled back) first.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.request
+from pathlib import Path
+
+from mcd.agent.transaction import (
+    Node,
+    Outcome,
+    Transaction,
+    current_config_on_disk,
+    document_of,
+    recover,
+)
+from mcd.host import fsops
+from mcd.host.effects import HostEffects
+from mcd.host.rootfs import Root
+from mcd.host.rpmostree import RpmOstree
+from mcd.host.runner import Runner
+from mcd.host.systemd import SystemdManager
+from mcd.host.systemd import connect as connect_systemd
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import empty_machine_config, load_machine_config
+from mcd.model.plan import make_plan
+from mcd.model.vocabulary import FORCE_FILE
+
+log = logging.getLogger(__name__)
+
+MAX_SOURCE = 64 << 20
+
+
+def read_source(source: str, timeout: float = 30.0) -> bytes:
+    """The config's bytes from a path or an http(s) URL (64 MiB at most)."""
+    if source.startswith(("http://", "https://")):
+        with urllib.request.urlopen(source, timeout=timeout) as response:  # http(s) only
+            data: bytes = response.read(MAX_SOURCE + 1)
+    else:
+        with open(source, "rb") as f:
+            data = f.read(MAX_SOURCE + 1)
+    if len(data) > MAX_SOURCE:
+        raise ConfigError(f"{source}: larger than {MAX_SOURCE >> 20} MiB")
+    return data
+
+
+def node_for(
+    root: Root, systemd: SystemdManager | None = None, runner: Runner | None = None
+) -> Node:
+    runner = runner or Runner()
+    systemd = systemd or connect_systemd(root, runner)
+    return Node(root, HostEffects(root, systemd, runner), RpmOstree(root))
+
+
+def once_from(source: str, node: Node, skip_reboot: bool = False) -> Outcome:
+    root = node.root
+    force = root.exists(FORCE_FILE)
+    outcome = recover(node, skip_reboot=skip_reboot, force=force)
+    if outcome in (Outcome.REBOOTING, Outcome.REBOOT_PENDING):
+        return outcome
+    data = read_source(source)
+    new = load_machine_config(data, default_name=Path(source).stem or "once-from")
+    current = current_config_on_disk(root)
+    old, old_doc = current if current else (empty_machine_config(), None)
+    plan = make_plan(old, new, force=force, legacy=True)
+    if force:
+        fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
+        log.info("Force file %s consumed", FORCE_FILE)
+    if old.name == new.name and plan.diff.is_empty() and not force:
+        log.info("Node is already on config %s", new.name)
+        return Outcome.DONE
+    txn = Transaction(node, plan, document_of(old, old_doc), data, skip_reboot=skip_reboot)
+    return txn.run()

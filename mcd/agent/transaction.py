@@ -1,0 +1,353 @@
+"""The update transaction: move a node from one MachineConfig to another, or not at all.
+
+Steps, in upstream order: files and units (with stale data removal), SSH keys
+and password, OS changes through rpm-ostree, the post-config actions, then the
+commit (``/etc/machine-config-daemon/currentconfig``). Each step has an undo;
+on any error the completed steps are undone in reverse order, as upstream.
+
+Beyond upstream, a write-ahead journal (:mod:`mcd.agent.journal`) makes the
+transaction survive a crash: :func:`recover` rolls an interrupted update
+forward (every step is idempotent) or finishes its rollback. ``currentconfig``
+is promoted only when the booted deployment is the one the update staged;
+until then the journal waits in ``awaiting-reboot``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from mcd.agent import failpoints
+from mcd.agent.journal import Entry, Journal, Phase
+from mcd.host import fsops
+from mcd.host.effects import HostEffects
+from mcd.host.errors import HostError
+from mcd.host.rootfs import Root
+from mcd.host.rpmostree import RpmOstree
+from mcd.host.systemd import SystemdError
+from mcd.host.validation import validate_on_disk
+from mcd.model.actions import executed_actions
+from mcd.model.extensions import package_changes
+from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.policy import Action, ActionType
+from mcd.model.text import goquote
+from mcd.model.vocabulary import CURRENT_CONFIG_PATH
+
+log = logging.getLogger(__name__)
+
+OSTREE_BOOTED = "/run/ostree-booted"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+class UpdateError(Exception):
+    """The update failed; every completed step was rolled back. ``reason`` is for the Node."""
+
+
+class Outcome(StrEnum):
+    DONE = "done"  # on the new config, currentconfig promoted
+    REBOOTING = "rebooting"  # the reboot was queued; promotion happens after it
+    REBOOT_PENDING = "reboot-pending"  # a reboot is needed but was skipped on request
+    ROLLED_BACK = "rolled-back"  # back on the old config
+    BOOTED_OLD = "booted-old"  # the node came back on the old deployment: retry the update
+
+
+class Step(StrEnum):
+    FILES = "files"
+    PASSWD = "passwd"
+    OS = "os"
+    ACTIONS = "actions"
+
+
+@dataclass
+class Node:
+    """The host handles an update needs."""
+
+    root: Root
+    effects: HostEffects
+    rpm: RpmOstree | None = None
+
+    @property
+    def ostree(self) -> bool:
+        return self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+
+    def boot_id(self) -> str:
+        try:
+            return self.root.read_bytes(BOOT_ID).decode().strip()
+        except (OSError, HostError):
+            return ""
+
+
+def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
+    try:
+        data = root.read_bytes(CURRENT_CONFIG_PATH)
+    except FileNotFoundError:
+        return None
+    return load_machine_config(data), data
+
+
+class Transaction:
+    def __init__(
+        self,
+        node: Node,
+        plan: UpdatePlan,
+        old_doc: bytes,
+        new_doc: bytes,
+        *,
+        skip_reboot: bool = False,
+        skip_certificate_write: bool = False,
+        preflight: bool = True,
+    ) -> None:
+        self.node = node
+        self.plan = plan
+        self.old, self.new = plan.old, plan.new
+        self.old_doc, self.new_doc = old_doc, new_doc
+        self.skip_reboot = skip_reboot
+        self.skip_certificate_write = skip_certificate_write
+        self.preflight = preflight and not plan.force
+        self.journal = Journal(node.root)
+        self.entry = Entry(
+            self.old.name,
+            self.new.name,
+            actions=[[str(a.type), a.service or ""] for a in plan.actions],
+            force=plan.force,
+        )
+
+    # -- the forward path -----------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        if not self.plan.reconcilable:
+            raise UpdateError(self.plan.reason)
+        if self.preflight:
+            report = validate_on_disk(self.old, self.node.root, self.node.effects.systemd)
+            if not report.ok:
+                raise UpdateError(report.reasons()[0])
+        log.info("Starting update from %s to %s", self.old.name, self.new.name)
+        self.entry.boot_id = self.node.boot_id()
+        self.journal.begin(self.entry, self.old_doc, self.new_doc)
+        failpoints.reach("begin")
+        return self._apply()
+
+    def _apply(self) -> Outcome:
+        try:
+            for step, apply in self._steps():
+                self._mark(step, started=True)
+                apply()
+                self._mark(step)
+                failpoints.reach(step)
+            return self._finish()
+        except (HostError, SystemdError, OSError) as e:
+            reason = str(e)
+            log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
+            self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
+            self.journal.save(self.entry)
+            self.rollback()
+            raise UpdateError(reason) from e
+
+    def _steps(self) -> list[tuple[Step, Callable[[], None]]]:
+        steps = [(Step.FILES, self._files)]
+        if self.plan.diff.passwd:
+            steps.append((Step.PASSWD, self._passwd))
+        if self._os_work():
+            steps.append((Step.OS, self._os))
+        steps.append((Step.ACTIONS, self._actions))
+        return [(s, fn) for s, fn in steps if s.value not in self.entry.done]
+
+    def _mark(self, step: Step, started: bool = False) -> None:
+        target = self.entry.started if started else self.entry.done
+        if step.value not in target:
+            target.append(step.value)
+        self.journal.save(self.entry)
+
+    def _files(self) -> None:
+        fx, new = self.node.effects, self.new
+        fx.write_files(
+            new.ignition.files,
+            skip_certificate_write=self.skip_certificate_write,
+            on_written=lambda n: failpoints.reach(f"files:{n}"),
+        )
+        names = set(self.plan.units.added) | set(self.plan.units.changed)
+        fx.write_units([u for u in new.ignition.units if self.plan.force or u.name in names])
+        fx.delete_stale_data(self.old.ignition, new.ignition)
+
+    def _passwd(self) -> None:
+        fx = self.node.effects
+        fx.update_ssh_keys(self.new.ignition.passwd.users)
+        fx.set_password_hashes(self.old.ignition.passwd.users, self.new.ignition.passwd.users)
+
+    def _os_work(self) -> bool:
+        d = self.plan.diff
+        if not (d.os_update or d.kargs or d.kernel_type or d.extensions):
+            return False
+        if not self.node.ostree:
+            log.info("updating the OS on non-CoreOS nodes is not supported")
+            return False
+        return True
+
+    def _os(self) -> None:
+        rpm = self.node.rpm
+        assert rpm is not None
+        d, old, new = self.plan.diff, self.old, self.new
+        rpm.cleanup_pending()
+        if d.os_update:
+            rpm.rebase(new.os_image_url)
+        if d.kargs:
+            rpm.update_kargs(old.kernel_arguments, new.kernel_arguments)
+        if d.kernel_type or d.os_update:
+            rpm.switch_kernel(old.canonical_kernel_type, new.canonical_kernel_type)
+        if d.extensions or d.os_update:
+            install, uninstall = package_changes(
+                rpm.status().booted.requested_packages, new.extensions
+            )
+            rpm.update_extensions(install, uninstall)
+        staged = rpm.status().staged
+        self.entry.staged = staged.checksum if staged else ""
+
+    def _actions(self) -> None:
+        actions = executed_actions(self.plan.actions)
+        if any(a.type is ActionType.REBOOT for a in actions):
+            self.entry.reboot = True
+            return  # the reboot happens in _finish, after the journal says so
+        systemd = self.node.effects.systemd
+        for action in actions:
+            log.info(
+                "Performing post config change action: %s for config %s", action, self.new.name
+            )
+            service = action.service or ""
+            try:
+                if action.type is ActionType.RESTART:
+                    systemd.restart(service)
+                elif action.type is ActionType.RELOAD:
+                    systemd.reload(service)
+                elif action.type is ActionType.DAEMON_RELOAD:
+                    systemd.daemon_reload()
+            except SystemdError as e:
+                if action.type is ActionType.RESTART:
+                    what = f"restarting {service} service failed"
+                else:
+                    what = f"reloading {service or 'systemd'} configuration failed"
+                raise SystemdError(f"could not apply update: {what}. Error: {e}") from e
+
+    def _finish(self) -> Outcome:
+        if self.entry.reboot and self.entry.staged:
+            self.entry.phase = Phase.AWAITING_REBOOT
+            self.journal.save(self.entry)
+            failpoints.reach("awaiting-reboot")
+            return self._reboot()
+        self._commit()
+        if self.entry.reboot:
+            return self._reboot(committed=True)
+        return Outcome.DONE
+
+    def _commit(self) -> None:
+        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc)
+        failpoints.reach("commit")
+        self.journal.clear()
+        log.info("Update to %s complete; currentconfig promoted", self.new.name)
+
+    def _reboot(self, committed: bool = False) -> Outcome:
+        if self.skip_reboot:
+            log.info("Reboot needed for %s, skipped on request", self.new.name)
+            return Outcome.REBOOT_PENDING
+        rationale = f"Node will reboot into config {self.new.name}"
+        try:
+            self.node.effects.systemd.reboot(rationale)
+        except SystemdError as e:
+            if committed:
+                raise UpdateError(
+                    f"reboot command failed, something is seriously wrong: {e}"
+                ) from e
+            self.entry.phase = Phase.ROLLING_BACK
+            self.journal.save(self.entry)
+            self.rollback()
+            raise UpdateError(f"reboot command failed, something is seriously wrong: {e}") from e
+        log.info("initiating reboot: %s", rationale)
+        return Outcome.REBOOTING
+
+    # -- undo -------------------------------------------------------------------------------
+
+    def rollback(self) -> None:
+        """Undo every started step, newest first; the journal is cleared at the end."""
+        undo = {
+            Step.OS.value: self._undo_os,
+            Step.PASSWD.value: self._undo_passwd,
+            Step.FILES.value: self._undo_files,
+        }
+        errors = []
+        for step in reversed(self.entry.started):
+            if step in undo:
+                try:
+                    undo[step]()
+                except (HostError, SystemdError, OSError) as e:
+                    errors.append(f"error rolling back {step}: {e}")
+        if errors:
+            raise UpdateError("; ".join(errors))
+        self.journal.clear()
+        log.info("Rolled back to %s", self.old.name)
+
+    def _undo_os(self) -> None:
+        if self.node.rpm is not None:
+            self.node.rpm.cleanup_pending()  # the booted deployment never changed
+
+    def _undo_passwd(self) -> None:
+        fx = self.node.effects
+        fx.update_ssh_keys(self.old.ignition.passwd.users)
+        fx.set_password_hashes(self.new.ignition.passwd.users, self.old.ignition.passwd.users)
+
+    def _undo_files(self) -> None:
+        fx, old = self.node.effects, self.old
+        fx.write_files(old.ignition.files, skip_certificate_write=self.skip_certificate_write)
+        names = set(self.plan.units.removed) | set(self.plan.units.changed)
+        fx.write_units([u for u in old.ignition.units if u.name in names])
+        fx.delete_stale_data(self.new.ignition, old.ignition)
+
+
+def recover(node: Node, *, skip_reboot: bool = False, force: bool = False) -> Outcome | None:
+    """Finish what a killed agent left in the journal; None when there is nothing to do."""
+    loaded = Journal(node.root).load()
+    if loaded is None:
+        return None
+    entry, old_doc, new_doc = loaded
+    old, new = load_machine_config(old_doc), load_machine_config(new_doc)
+    plan = make_plan(old, new, force=entry.force or force, legacy=True)
+    actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
+    plan = dataclasses.replace(plan, actions=actions)
+    txn = Transaction(node, plan, old_doc, new_doc, skip_reboot=skip_reboot, preflight=False)
+    txn.entry = entry
+    log.info("Found an interrupted update %s -> %s in phase %s", entry.old, entry.new, entry.phase)
+    if entry.phase is Phase.ROLLING_BACK:
+        txn.rollback()
+        return Outcome.ROLLED_BACK
+    if entry.phase is Phase.AWAITING_REBOOT:
+        if node.boot_id() == entry.boot_id:
+            return txn._reboot()  # the reboot never happened: ask again
+        booted = node.rpm.status().booted.checksum if node.rpm else ""
+        if booted != entry.staged:
+            log.warning(
+                "Booted deployment %s is not the staged %s for %s",
+                booted[:12], entry.staged[:12], goquote(new.name),
+            )  # fmt: skip
+            Journal(node.root).clear()
+            return Outcome.BOOTED_OLD
+        txn._commit()
+        return Outcome.DONE
+    # APPLYING: roll forward from the first step not done (every step is idempotent)
+    entry.started = [s for s in entry.started if s in entry.done]
+    return txn._apply()
+
+
+def document_of(mc: MachineConfig, raw: bytes | None) -> bytes:
+    """The bytes stored for a config: its document, or a minimal one for the empty config."""
+    if raw is not None:
+        return raw
+    doc = {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": mc.name},
+        "spec": {"config": {"ignition": {"version": "3.5.0"}}},
+    }
+    return json.dumps(doc).encode()

@@ -1,0 +1,32 @@
+"""RHCOS extensions and the packages each installs (upstream ``common/helpers.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+EXTENSION_PACKAGES: dict[str, tuple[str, ...]] = {
+    "two-node-ha": ("pacemaker", "pcs", "fence-agents-all"),
+    "wasm": ("crun-wasm",),
+    "ipsec": ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec"),
+    "usbguard": ("usbguard",),
+    "kerberos": ("krb5-workstation", "libkadm5"),
+    "kernel-devel": ("kernel-devel", "kernel-headers"),
+    "sandboxed-containers": ("kata-containers",),
+    "sysstat": ("sysstat",),
+}
+MANAGED_PACKAGES = frozenset(p for packages in EXTENSION_PACKAGES.values() for p in packages)
+
+
+def extension_packages(extensions: Iterable[str]) -> list[str]:
+    return sorted({p for e in extensions for p in EXTENSION_PACKAGES.get(e, ())})
+
+
+def package_changes(
+    installed: Iterable[str], wanted_extensions: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """(install, uninstall): required packages missing, managed packages no longer required."""
+    have = set(installed)
+    required = extension_packages(wanted_extensions)
+    install = [p for p in required if p not in have]
+    uninstall = sorted(p for p in have if p in MANAGED_PACKAGES and p not in required)
+    return install, uninstall

@@ -1,0 +1,182 @@
+"""A stand-in ``rpm-ostree`` for tests: deployments in a JSON state file.
+
+Invoked as ``rpm-ostree ...`` through ``tests/fakes/bin/rpm-ostree`` with
+``MCD_FAKE_RPMOSTREE_STATE`` naming the state file. It prints ``status --json``
+in the real key shapes, stages a deployment on rebase / kargs / override /
+update, drops it on ``cleanup -p``, and fails on demand: the state's
+``"fail": {"rebase": "error: ..."}`` makes that verb print the message and
+exit 1 (``"fail_times"`` limits how many times).
+
+The harness boots the staged deployment with :func:`boot_staged`.
+"""
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+State = dict[str, Any]
+
+
+def new_state(
+    image: str = "quay.io/openshift/os@sha256:1111", kargs: list[str] | None = None
+) -> State:
+    return {
+        "deployments": [
+            _deployment(image, kargs or ["root=UUID=abc", "rw"], booted=True, serial=0)
+        ],
+        "fail": {},
+        "fail_times": {},
+        "calls": [],
+    }
+
+
+def _deployment(image: str, kargs: list[str], booted: bool = False, serial: int = 0,
+                packages: list[str] | None = None, removals: list[str] | None = None) -> State:  # fmt: skip
+    checksum = hashlib.sha256(
+        json.dumps([image, kargs, packages, removals, serial]).encode()
+    ).hexdigest()
+    return {
+        "id": f"rhcos-{checksum}.{serial}",
+        "osname": "rhcos",
+        "serial": serial,
+        "checksum": checksum,
+        "version": "9.6.20261121-0",
+        "timestamp": 1795225600,
+        "booted": booted,
+        "staged": not booted,
+        "pinned": False,
+        "unlocked": "none",
+        "container-image-reference": f"ostree-unverified-registry:{image}",
+        "requested-packages": list(packages or []),
+        "requested-local-packages": [],
+        "requested-base-removals": list(removals or []),
+        "packages": list(packages or []),
+        "kargs": list(kargs),  # stand-in bookkeeping, not part of the real schema
+    }
+
+
+def load(path: Path) -> State:
+    data: State = json.loads(path.read_text())
+    return data
+
+
+def save(path: Path, state: State) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    os.replace(tmp, path)
+
+
+def boot_staged(path: Path) -> bool:
+    """The harness's reboot: the staged deployment becomes the booted one (False if none)."""
+    state = load(path)
+    staged = [d for d in state["deployments"] if d["staged"]]
+    if not staged:
+        return False
+    for d in state["deployments"]:
+        d["booted"] = False
+    staged[0]["booted"], staged[0]["staged"] = True, False
+    state["deployments"] = [staged[0]] + [d for d in state["deployments"] if d is not staged[0]][:1]
+    save(path, state)
+    return True
+
+
+def _default(state: State) -> State:
+    staged = [d for d in state["deployments"] if d["staged"]]
+    return staged[0] if staged else next(d for d in state["deployments"] if d["booted"])
+
+
+def _stage(state: State, image: str | None = None, kargs: list[str] | None = None,
+           packages: list[str] | None = None, removals: list[str] | None = None) -> None:  # fmt: skip
+    base = _default(state)
+    serial = max(d["serial"] for d in state["deployments"]) + 1
+    new = _deployment(
+        image or base["container-image-reference"].split(":", 1)[1],
+        base["kargs"] if kargs is None else kargs,
+        serial=serial,
+        packages=base["requested-packages"] if packages is None else packages,
+        removals=base["requested-base-removals"] if removals is None else removals,
+    )
+    state["deployments"] = [new] + [d for d in state["deployments"] if not d["staged"]]
+
+
+def _options(args: list[str], name: str) -> list[str]:
+    values, i = [], 0
+    while i < len(args):
+        if args[i] == name and i + 1 < len(args):
+            values.append(args[i + 1])
+            i += 2
+            continue
+        if args[i].startswith(name + "="):
+            values.append(args[i].split("=", 1)[1])
+        i += 1
+    return values
+
+
+def main(argv: list[str]) -> int:
+    path = Path(os.environ["MCD_FAKE_RPMOSTREE_STATE"])
+    state = load(path)
+    verb = argv[0] if argv else ""
+    state["calls"].append({"argv": argv, "client": os.environ.get("RPMOSTREE_CLIENT_ID", "")})
+    fail = state["fail"].get(verb)
+    if fail and state["fail_times"].get(verb, 1) > 0:
+        state["fail_times"][verb] = state["fail_times"].get(verb, 1) - 1
+        save(path, state)
+        print(fail, file=sys.stderr)
+        return 1
+    args = argv[1:]
+    out = ""
+    if verb == "--version":
+        out = (
+            "rpm-ostree:\n Version: '2026.1'\n Git: stand-in\n Features:\n  - rust\n  - container\n"
+        )
+    elif verb == "status":
+        public = [{k: v for k, v in d.items() if k != "kargs"} for d in state["deployments"]]
+        out = json.dumps({"deployments": public, "transaction": None, "cached-update": None})
+    elif verb == "rebase":
+        ref = next(a for a in args if not a.startswith("--"))
+        _stage(state, image=ref.split(":", 1)[1])
+    elif verb == "kargs" and not args:
+        out = " ".join(_default(state)["kargs"]) + "\n"
+    elif verb == "kargs":
+        kargs = list(_default(state)["kargs"])
+        for arg in _options(args, "--delete-if-present"):
+            if arg in kargs:
+                kargs.remove(arg)
+        kargs += _options(args, "--append")
+        _stage(state, kargs=kargs)
+    elif verb == "override":
+        base = _default(state)
+        removals, packages = list(base["requested-base-removals"]), list(base["requested-packages"])
+        names = [a for a in args[1:] if not a.startswith("--") and a not in _options(args, "--install")
+                 and a not in _options(args, "--uninstall")]  # fmt: skip
+        if args[0] == "remove":
+            removals = sorted(set(removals) | set(names))
+        elif args[0] == "reset":
+            removals = [r for r in removals if r not in names]
+        packages = [p for p in packages if p not in _options(args, "--uninstall")] + _options(
+            args, "--install"
+        )
+        _stage(state, packages=packages, removals=removals)
+    elif verb == "update":
+        packages = [
+            p
+            for p in _default(state)["requested-packages"]
+            if p not in _options(args, "--uninstall")
+        ]
+        _stage(state, packages=packages + _options(args, "--install"))
+    elif verb == "cleanup":
+        state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
+    else:
+        print(f"error: unknown command {verb}", file=sys.stderr)
+        save(path, state)
+        return 1
+    save(path, state)
+    sys.stdout.write(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
