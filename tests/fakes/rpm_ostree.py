@@ -78,7 +78,8 @@ def boot_staged(path: Path) -> bool:
     for d in state["deployments"]:
         d["booted"] = False
     staged[0]["booted"], staged[0]["staged"] = True, False
-    state["deployments"] = [staged[0]] + [d for d in state["deployments"] if d is not staged[0]][:1]
+    rollback = [d for d in state["deployments"] if d is not staged[0]][:1]
+    state["deployments"] = [staged[0], *rollback]
     save(path, state)
     return True
 
