@@ -17,6 +17,7 @@ from mcd.agent.transaction import (
     Node,
     Outcome,
     Transaction,
+    UpdateError,
     current_config_on_disk,
     document_of,
     recover,
@@ -28,6 +29,7 @@ from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
 from mcd.host.systemd import SystemdManager
 from mcd.host.systemd import connect as connect_systemd
+from mcd.host.validation import validate_on_disk
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import empty_machine_config, load_machine_config
 from mcd.model.plan import make_plan
@@ -74,6 +76,9 @@ def once_from(source: str, node: Node, skip_reboot: bool = False) -> Outcome:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
         log.info("Force file %s consumed", FORCE_FILE)
     if old.name == new.name and plan.diff.is_empty() and not force:
+        report = validate_on_disk(new, root, node.effects.systemd)
+        if not report.ok:  # the node drifted: say exactly how; the force file repairs it
+            raise UpdateError(report.reasons()[0])
         log.info("Node is already on config %s", new.name)
         return Outcome.DONE
     txn = Transaction(node, plan, document_of(old, old_doc), data, skip_reboot=skip_reboot)
