@@ -56,7 +56,9 @@ class OstreeNode:
 
 
 @pytest.fixture
-def ostree(node_root: Path, systemd_bus: SystemdBus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OstreeNode]:
+def ostree(
+    node_root: Path, systemd_bus: SystemdBus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[OstreeNode]:
     state = tmp_path / "rpm-ostree.json"
     rpm_ostree.save(state, rpm_ostree.new_state(IMAGE_A))
     monkeypatch.setenv("PATH", f"{BIN}:{__import__('os').environ['PATH']}")
@@ -74,14 +76,18 @@ def ostree(node_root: Path, systemd_bus: SystemdBus, tmp_path: Path, monkeypatch
 
 
 def test_os_pivot_stages_reboots_and_completes_after_the_reboot(ostree: OstreeNode) -> None:
-    old = ostree.write_config("rendered-worker-1", osImageURL=IMAGE_A, files=[file_entry("/etc/a", "1")])
+    old = ostree.write_config(
+        "rendered-worker-1", osImageURL=IMAGE_A, files=[file_entry("/etc/a", "1")]
+    )
     assert ostree.apply(old, skip_reboot=True) is Outcome.REBOOT_PENDING
     assert ostree.current() == "rendered-worker-1"
     new = ostree.write_config("rendered-worker-2", osImageURL=IMAGE_B, files=[file_entry("/etc/a", "2")],
                               kernelArguments=["nosmt", "mitigations=auto"])  # fmt: skip
     assert ostree.apply(new) is Outcome.REBOOTING
     staged = [d for d in ostree.rpm()["deployments"] if d["staged"]]
-    assert staged and staged[0]["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_B}"
+    assert (
+        staged and staged[0]["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_B}"
+    )
     assert {"nosmt", "mitigations=auto"} <= set(staged[0]["kargs"])
     calls = [c["argv"] for c in ostree.rpm()["calls"]]
     assert ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_B}"] in calls
@@ -116,7 +122,9 @@ def test_booting_the_old_deployment_is_detected_and_the_update_retried(ostree: O
     assert ostree.current() == "rendered-worker-2"
 
 
-def test_rebase_failure_restores_files_and_units_and_leaves_the_os(ostree: OstreeNode, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rebase_failure_restores_files_and_units_and_leaves_the_os(
+    ostree: OstreeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
     old = ostree.write_config("rendered-worker-1", osImageURL=IMAGE_A,
                               files=[file_entry("/etc/keep", "old\n")],
                               units=[{"name": "app.service", "contents": UNIT, "enabled": True}])  # fmt: skip
@@ -125,12 +133,16 @@ def test_rebase_failure_restores_files_and_units_and_leaves_the_os(ostree: Ostre
                               files=[file_entry("/etc/keep", "new\n"), file_entry("/etc/only-new", "x")],
                               units=[{"name": "app.service", "contents": UNIT + "# v2\n", "enabled": True}])  # fmt: skip
     state = ostree.rpm()
-    state["fail"]["rebase"] = "error: Creating importer: failed to invoke method OpenImage: pinging container registry quay.io: connection refused"
+    state["fail"]["rebase"] = (
+        "error: Creating importer: failed to invoke method OpenImage: pinging container registry quay.io: connection refused"
+    )
     state["fail_times"]["rebase"] = 99
     rpm_ostree.save(ostree.state, state)
     retry = ostree.node.rpm.retry  # type: ignore[union-attr]
     retry.attempts, retry.sleep = 3, lambda _s: None
-    with pytest.raises(UpdateError, match="failed to update OS to .* after retries: .*connection refused"):
+    with pytest.raises(
+        UpdateError, match=r"failed to update OS to .* after retries: .*connection refused"
+    ):
         ostree.apply(new)
     assert (ostree.root / "etc/keep").read_text() == "old\n"
     assert not (ostree.root / "etc/only-new").exists()
@@ -145,12 +157,17 @@ def test_rebase_failure_restores_files_and_units_and_leaves_the_os(ostree: Ostre
 def test_kernel_type_and_extensions_round_trip(ostree: OstreeNode) -> None:
     base = ostree.write_config("rendered-worker-1", osImageURL=IMAGE_A)
     ostree.apply(base, skip_reboot=True)
-    rt = ostree.write_config("rendered-worker-2", osImageURL=IMAGE_A, kernelType="realtime", extensions=["usbguard"])
+    rt = ostree.write_config(
+        "rendered-worker-2", osImageURL=IMAGE_A, kernelType="realtime", extensions=["usbguard"]
+    )
     assert ostree.apply(rt) is Outcome.REBOOTING
     ostree.reboot()
     assert ostree.apply(rt) is Outcome.DONE
     booted = next(d for d in ostree.rpm()["deployments"] if d["booted"])
-    assert "kernel-rt-core" in booted["requested-packages"] and "usbguard" in booted["requested-packages"]
+    assert (
+        "kernel-rt-core" in booted["requested-packages"]
+        and "usbguard" in booted["requested-packages"]
+    )
     assert "kernel" in booted["requested-base-removals"]
     back = ostree.write_config("rendered-worker-3", osImageURL=IMAGE_A)
     assert ostree.apply(back) is Outcome.REBOOTING
@@ -161,7 +178,9 @@ def test_kernel_type_and_extensions_round_trip(ostree: OstreeNode) -> None:
 
 
 def test_drift_is_reported_and_the_force_file_recovers_with_a_reboot(ostree: OstreeNode) -> None:
-    cfg = ostree.write_config("rendered-worker-1", osImageURL=IMAGE_A, files=[file_entry("/etc/managed", "good\n")])
+    cfg = ostree.write_config(
+        "rendered-worker-1", osImageURL=IMAGE_A, files=[file_entry("/etc/managed", "good\n")]
+    )
     ostree.apply(cfg, skip_reboot=True)
     (ostree.root / "etc/managed").write_text("edited by hand\n")
     with pytest.raises(UpdateError, match='content mismatch for file "/etc/managed"'):
