@@ -16,8 +16,11 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 
 from mcd import __version__
+from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
 from mcd.agent.once import node_for, once_from
+from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.transaction import UpdateError
+from mcd.host.errors import HostError
 from mcd.host.journal import configure_logging
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
@@ -170,6 +173,58 @@ def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
     finally:
         node.effects.systemd.close()
     click.echo(f"{outcome}: {source} applied to {root}")
+
+
+EXIT_UNCHANGED = 77
+
+
+@cli.command("pivot")
+@click.argument("image", required=False)
+@click.option("-P", "--from-etc-pullspec", is_flag=True, help=f"Read the image from {PULLSPEC}.")
+@click.option("-r", "--reboot", is_flag=True, help="Reboot if the OS changed.")
+@click.option("--unchanged-exit-77", is_flag=True, help="Exit 77 when already on the image.")
+@click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), default="/", show_default=True
+)
+def pivot_command(
+    image: str | None, from_etc_pullspec: bool, reboot: bool, unchanged_exit_77: bool, root: Path
+) -> None:
+    """Force an OS pivot to IMAGE (or the pullspec file) with rpm-ostree."""
+    configure_logging()
+    if image and from_etc_pullspec:
+        _fail("give an IMAGE or --from-etc-pullspec, not both")
+    node = node_for(Root(root))
+    try:
+        assert node.rpm is not None
+        result = pivot(node.root, node.rpm, image)
+        if (result.changed or result.kargs_changed) and reboot:
+            node.effects.systemd.reboot(f"pivot to {result.image}")
+    except HostError as e:
+        _fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    if not result.changed and not result.kargs_changed and unchanged_exit_77:
+        sys.exit(EXIT_UNCHANGED)
+    click.echo(f"{'pivoted' if result.changed else 'unchanged'}: {result.image}")
+
+
+@cli.command("firstboot-complete-machineconfig")
+@click.option("--machineconfig-file", default=ENCAPSULATED, show_default=True)
+@click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
+              show_default=True)  # fmt: skip
+@click.option("--skip-reboot", is_flag=True, help="Apply, but do not reboot.")
+@reports_config_errors
+def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bool) -> None:
+    """Apply the MachineConfig encapsulated at install time, then reboot (firstboot service)."""
+    configure_logging()
+    node = node_for(Root(root_mount))
+    try:
+        outcome = firstboot_complete(node, machineconfig_file, skip_reboot=skip_reboot)
+    except (UpdateError, HostError) as e:
+        _fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    click.echo(f"{outcome}: {machineconfig_file}")
 
 
 def main() -> None:

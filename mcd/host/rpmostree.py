@@ -178,8 +178,16 @@ class RpmOstree:
         if args:
             self._run("kargs", *args)
 
+    def kargs_raw(self, args: Sequence[str]) -> None:
+        """``rpm-ostree kargs`` with options as given (the pivot tuning file)."""
+        self._run("kargs", *args)
+
+    def kargs_output(self) -> str:
+        """``rpm-ostree kargs``: the kernel command line of the default deployment."""
+        return self._run("kargs").stdout
+
     def check_kargs(self, expected: Sequence[str]) -> None:
-        missing = missing_kernel_arguments(expected, self._run("kargs").stdout)
+        missing = missing_kernel_arguments(expected, self.kargs_output())
         if missing:
             raise RpmOstreeError(f"missing expected kernel arguments: [{' '.join(missing)}]")
 

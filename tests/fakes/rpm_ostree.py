@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
         out = " ".join(_default(state)["kargs"]) + "\n"
     elif verb == "kargs":
         kargs = list(_default(state)["kargs"])
-        for arg in _options(args, "--delete-if-present"):
+        for arg in _options(args, "--delete-if-present") + _options(args, "--delete"):
             if arg in kargs:
                 kargs.remove(arg)
         kargs += _options(args, "--append")

@@ -4,6 +4,7 @@ through the fake systemd on a private D-Bus, rollback, the force file (issue 4).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from mcd.agent.journal import JOURNAL
+from mcd.cli import cli
 from mcd.agent.once import node_for, once_from
 from mcd.agent.transaction import Node, Outcome, UpdateError
 from mcd.host.dbus_systemd import DBusSystemd
@@ -61,7 +64,7 @@ def ostree(
 ) -> Iterator[OstreeNode]:
     state = tmp_path / "rpm-ostree.json"
     rpm_ostree.save(state, rpm_ostree.new_state(IMAGE_A))
-    monkeypatch.setenv("PATH", f"{BIN}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")
     monkeypatch.setenv("MCD_FAKE_RPMOSTREE_STATE", str(state))
     monkeypatch.setenv("MCD_TEST_PYTHON", sys.executable)
     (node_root / "run").mkdir()
@@ -190,3 +193,66 @@ def test_drift_is_reported_and_the_force_file_recovers_with_a_reboot(ostree: Ost
     assert (ostree.root / "etc/managed").read_text() == "good\n"
     assert not (ostree.root / FORCE_FILE.lstrip("/")).exists()
     assert ostree.bus.calls("StartTransientUnit")
+
+
+def cli_env(ostree: OstreeNode) -> dict[str, str]:
+    return {
+        "PATH": os.environ["PATH"],
+        "MCD_FAKE_RPMOSTREE_STATE": str(ostree.state),
+        "MCD_TEST_PYTHON": sys.executable,
+        "DBUS_SYSTEM_BUS_ADDRESS": ostree.bus.address,
+    }
+
+
+def test_pivot_from_pullspec_with_tuning_and_exit_77(ostree: OstreeNode) -> None:
+    root = ostree.root
+    (root / "etc/pivot").mkdir()
+    (root / "etc/pivot/image-pullspec").write_text(IMAGE_B + "\n")
+    (root / "etc/pivot/kernel-args").write_text("ADD nosmt\nDELETE quiet\nADD rd.debug\n")
+    (root / "etc/os-release").write_text('NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\n')
+    (root / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz root=UUID=abc rw quiet\n")
+    runner = CliRunner()
+    result = runner.invoke(
+        cli, ["pivot", "-P", "--root", str(root), "--reboot"], env=cli_env(ostree)
+    )
+    assert result.exit_code == 0, result.output
+    assert f"pivoted: {IMAGE_B}" in result.output
+    assert not (root / "etc/pivot/image-pullspec").exists()
+    staged = next(d for d in ostree.rpm()["deployments"] if d["staged"])
+    assert staged["container-image-reference"].endswith(IMAGE_B)
+    assert (
+        "nosmt" in staged["kargs"] and "rd.debug" not in staged["kargs"]
+    )  # only nosmt is tunable on EL
+    assert ostree.bus.calls("StartTransientUnit")
+    ostree.reboot()
+    (root / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz root=UUID=abc rw nosmt\n")
+    result = runner.invoke(
+        cli, ["pivot", IMAGE_B, "--root", str(root), "--unchanged-exit-77"], env=cli_env(ostree)
+    )
+    assert result.exit_code == 77, result.output
+
+
+def test_firstboot_applies_the_encapsulated_config_and_reboots(ostree: OstreeNode) -> None:
+    doc = mc_doc("rendered-worker-1", osImageURL=IMAGE_B, files=[file_entry("/etc/first", "boot\n")],
+                 kernelArguments=["root=UUID=abc", "nosmt"])  # fmt: skip
+    (ostree.root / "etc/ignition-machine-config-encapsulated.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(
+        cli,
+        ["firstboot-complete-machineconfig", "--root-mount", str(ostree.root)],
+        env=cli_env(ostree),
+    )
+    assert result.exit_code == 0, result.output
+    assert (ostree.root / "etc/first").read_text() == "boot\n"
+    assert (ostree.root / "etc/ignition-machine-config-encapsulated.json.bak").exists()
+    assert not (ostree.root / "etc/ignition-machine-config-encapsulated.json").exists()
+    staged = next(d for d in ostree.rpm()["deployments"] if d["staged"])
+    assert staged["container-image-reference"].endswith(IMAGE_B)
+    assert "nosmt" in staged["kargs"] and staged["kargs"].count("root=UUID=abc") == 1
+    (call,) = ostree.bus.calls("StartTransientUnit")
+    assert "Completing firstboot provisioning to rendered-worker-1" in json.dumps(call)
+    ostree.reboot()
+    assert (
+        ostree.apply(ostree.root / "etc/ignition-machine-config-encapsulated.json.bak")
+        is Outcome.DONE
+    )
+    assert ostree.current() == "rendered-worker-1"
