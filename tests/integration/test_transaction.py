@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.agent.journal import JOURNAL
-from mcd.cli import cli
 from mcd.agent.once import node_for, once_from
 from mcd.agent.transaction import Node, Outcome, UpdateError
+from mcd.cli import cli
 from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, FORCE_FILE
