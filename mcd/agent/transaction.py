@@ -333,6 +333,11 @@ def recover(node: Node, *, skip_reboot: bool = False, force: bool = False) -> Ou
             )  # fmt: skip
             Journal(node.root).clear()
             return Outcome.BOOTED_OLD
+        if node.rpm is not None and new.kernel_arguments:
+            try:
+                node.rpm.check_kargs(new.kernel_arguments)
+            except HostError as e:  # booted the right deployment with the wrong command line
+                raise UpdateError(str(e)) from e
         txn._commit()
         return Outcome.DONE
     # APPLYING: roll forward from the first step not done (every step is idempotent)

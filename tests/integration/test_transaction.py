@@ -256,3 +256,16 @@ def test_firstboot_applies_the_encapsulated_config_and_reboots(ostree: OstreeNod
         is Outcome.DONE
     )
     assert ostree.current() == "rendered-worker-1"
+
+
+def test_kernel_arguments_are_checked_after_the_reboot(ostree: OstreeNode) -> None:
+    ostree.apply(ostree.write_config("rendered-worker-1", osImageURL=IMAGE_A), skip_reboot=True)
+    new = ostree.write_config("rendered-worker-2", osImageURL=IMAGE_A, kernelArguments=["nosmt"])
+    assert ostree.apply(new) is Outcome.REBOOTING
+    ostree.reboot()
+    state = ostree.rpm()
+    next(d for d in state["deployments"] if d["booted"])["kargs"].remove("nosmt")  # lost on the way
+    rpm_ostree.save(ostree.state, state)
+    with pytest.raises(UpdateError, match=r"missing expected kernel arguments: \[nosmt\]"):
+        ostree.apply(new)
+    assert ostree.current() == "rendered-worker-1"
