@@ -19,6 +19,7 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcd.host.errors import HostError, PathEscapeError
@@ -123,22 +124,39 @@ def write_file(
     _make_dirs(os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
     if os.path.isdir(host_path) and not os.path.islink(host_path):
         raise HostError(f"cannot write file {node_path}: a directory is in the way")
-    fd, temp_path = _open_temp(host_path)
+
+    def fill(fd: int) -> None:
+        if owner.uid is not None or owner.gid is not None:
+            os.fchown(fd, _or_keep(owner.uid), _or_keep(owner.gid))
+        os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
+        _write_all(fd, data)
+
+    _replace(host_path, fill)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _replace(
+    host_path: str, fill: Callable[[int], None], finish: Callable[[str], None] | None = None
+) -> None:
+    """Fill a temp file next to ``host_path``, fsync it, rename it over, fsync the directory."""
+    fd, temp = _open_temp(host_path)
     try:
         try:
-            if owner.uid is not None or owner.gid is not None:
-                os.fchown(fd, _or_keep(owner.uid), _or_keep(owner.gid))
-            os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            fill(fd)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(temp_path, host_path)
+        if finish is not None:
+            finish(temp)
+        os.rename(temp, host_path)
     except BaseException:
-        _remove_any(temp_path)
+        _remove_any(temp)
         raise
     fsync_dir(os.path.dirname(host_path))
 
@@ -199,24 +217,19 @@ def copy_preserving(root: Root, source: str, destination: str) -> None:
         raise HostError(f"cannot back up {source}: not a regular file or symlink")
     host_dest = target_path(root, destination)
     ensure_dir(root, os.path.dirname(destination))
-    fd, temp = _open_temp(host_dest)
-    try:
-        try:
-            os.fchown(fd, st.st_uid, st.st_gid)
-            os.fchmod(fd, stat.S_IMODE(st.st_mode))
-            with open(src, "rb") as reader:
-                while chunk := reader.read(1 << 20):
-                    os.write(fd, chunk)
-            _copy_xattrs(src, fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+
+    def fill(fd: int) -> None:
+        os.fchown(fd, st.st_uid, st.st_gid)
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        with open(src, "rb") as reader:
+            while chunk := reader.read(1 << 20):
+                _write_all(fd, chunk)
+        _copy_xattrs(src, fd)
+
+    def keep_times(temp: str) -> None:
         os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
-        os.rename(temp, host_dest)
-    except BaseException:
-        _remove_any(temp)
-        raise
-    fsync_dir(os.path.dirname(host_dest))
+
+    _replace(host_dest, fill, keep_times)
 
 
 def _copy_xattrs(src: str, fd: int) -> None:

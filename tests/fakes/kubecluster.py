@@ -105,6 +105,13 @@ class TestCluster:
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}},
         })  # fmt: skip
 
+    def set_min_available(self, namespace: str, pdb: str, value: int) -> None:
+        """Loosen or tighten a budget, as an admin would to release a blocked drain."""
+        self.kube.request(
+            "PATCH", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{pdb}",
+            body={"spec": {"minAvailable": value}}, content_type="application/merge-patch+json",
+        )  # fmt: skip
+
     def annotate(self, node: str, values: dict[str, str | None]) -> Obj:
         return self.kube.request(
             "PATCH", f"/api/v1/nodes/{node}", body={"metadata": {"annotations": values}},

@@ -57,14 +57,7 @@ def test_drain_50_pods_with_a_budget_blocking_one(kube_cluster: TestCluster) -> 
         for e in kube_cluster.events_for(node, ns)
     )
 
-    def release() -> None:
-        time.sleep(0.5)
-        kube_cluster.kube.request(
-            "PATCH", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/db-pdb",
-            body={"spec": {"minAvailable": 0}}, content_type="application/merge-patch+json",
-        )  # fmt: skip
-
-    threading.Thread(target=release).start()
+    threading.Timer(0.5, kube_cluster.set_min_available, (ns, "db-pdb", 0)).start()
     drainer(kube_cluster, node, ns).drain("rendered-worker-2")
     assert kube_cluster.pods_on(node) == ["agent-x", "static-x"]  # DaemonSet and mirror pods stay
     got = kube_cluster.get_node(node)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -78,14 +77,7 @@ def test_kubectl_get_annotate_patch_cordon_drain(kube_cluster: TestCluster, tmp_
     assert got.returncode == 0, got.stderr
     assert kube_cluster.get_node(node)["spec"]["unschedulable"] is True
 
-    def release() -> None:
-        time.sleep(2)
-        kube_cluster.kube.request(
-            "PATCH", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/web-pdb",
-            body={"spec": {"minAvailable": 0}}, content_type="application/merge-patch+json",
-        )  # fmt: skip
-
-    threading.Thread(target=release).start()
+    threading.Timer(2, kube_cluster.set_min_available, (ns, "web-pdb", 0)).start()
     got = kubectl(kube_cluster, tmp_path, "drain", node, "--force", "--ignore-daemonsets",
                   "--delete-emptydir-data", "--timeout=90s")  # fmt: skip
     assert got.returncode == 0, got.stderr
