@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Row, best_of
+from bench.common import Row, best_of, paired
 from mcd.host.rootfs import Root
 from mcd.host.validation import validate_on_disk
 from mcd.model.dataurl import encode_data_url
@@ -109,7 +109,7 @@ def bench_validate(n_files: int = 5000) -> Row:
 
         engine()  # warm the page cache for both
         baseline()
-        figure, base = best_of(engine), best_of(baseline)
+        figure, base = paired(engine, baseline, repeat=7)
     return Row(
         f"validate {n_files} files on disk",
         figure,
