@@ -57,6 +57,13 @@ def _human(seconds: float) -> str:
     return f"{hours}h{minutes}m{secs}s"
 
 
+def _failed(events: EventRecorder | None, reason: Reason, message: str) -> DrainError:
+    """The error to raise, once the Warning event saying the same has been recorded."""
+    if events:
+        events.record(reason, message)
+    return DrainError(message)
+
+
 def evictable(pod: Obj) -> bool:
     """What ``kubectl drain --ignore-daemonsets --force`` would evict."""
     meta = pod.get("metadata") or {}
@@ -140,9 +147,7 @@ class SelfDrainer:
                 f"failed to drain node: {self.node_name} after {_human(self.timeout)}: "
                 f"{len(left)} pod(s) not evicted: {details}"
             )
-            if self.events:
-                self.events.record(Reason.FAILED_TO_DRAIN, message)
-            raise DrainError(message)
+            raise _failed(self.events, Reason.FAILED_TO_DRAIN, message)
         log.info("drain complete; Successful drain took %.3f seconds", time.monotonic() - start)
 
     def _pods(self) -> list[Obj]:
@@ -253,9 +258,7 @@ class ControllerDrainer:
                 f"failed to drain node: {self.writer.node_name} after 1 hour. Please see "
                 "machine-config-controller logs for more information"
             )
-            if self.events:
-                self.events.record(Reason.FAILED_TO_DRAIN, message)
-            raise DrainError(message)
+            raise _failed(self.events, Reason.FAILED_TO_DRAIN, message)
         log.info("drain complete")
 
     def uncordon(self, config_name: str) -> None:
@@ -266,9 +269,7 @@ class ControllerDrainer:
                 f"failed to uncordon node: {self.writer.node_name}: "
                 f"controller did not confirm {request}"
             )
-            if self.events:
-                self.events.record(Reason.FAILED_TO_UNCORDON, message)
-            raise DrainError(message)
+            raise _failed(self.events, Reason.FAILED_TO_UNCORDON, message)
 
     def _wait(self, request: str) -> bool:
         deadline = time.monotonic() + self.timeout

@@ -6,6 +6,7 @@ image, and ``core`` on the node is not ``core`` in the container.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcd.host.errors import HostError
@@ -55,29 +56,28 @@ class Accounts:
                     continue
         return self._groups.get(name)
 
+    def _uid_of(self, name: str) -> int | None:
+        account = self.user(name)
+        return account.uid if account else None
+
     def ownership(self, file: File) -> Ownership:
         """Owner of an Ignition file: id, else name looked up in the root, else root (0)."""
-        return Ownership(self._uid(file.user), self._gid(file.group))
+        uid = _resolve(
+            file.user, lambda n: getattr(self.user(n), "uid", None), "UserID for username"
+        )
+        gid = _resolve(file.group, self.group_id, "GroupID for group")
+        return Ownership(uid, gid)
 
-    def _uid(self, owner: Owner) -> int:
-        if owner.id is not None:
-            return owner.id
-        if owner.name:
-            account = self.user(owner.name)
-            if account is None:
-                raise HostError(f"failed to retrieve UserID for username: {owner.name}")
-            return account.uid
-        return 0
 
-    def _gid(self, owner: Owner) -> int:
-        if owner.id is not None:
-            return owner.id
-        if owner.name:
-            gid = self.group_id(owner.name)
-            if gid is None:
-                raise HostError(f"failed to retrieve GroupID for group: {owner.name}")
-            return gid
-        return 0
+def _resolve(owner: Owner, lookup: Callable[[str], int | None], what: str) -> int:
+    if owner.id is not None:
+        return owner.id
+    if owner.name:
+        ident = lookup(owner.name)
+        if ident is None:
+            raise HostError(f"failed to retrieve {what}: {owner.name}")
+        return ident
+    return 0
 
 
 def _entries(root: Root, path: str, width: int) -> list[list[str]]:
