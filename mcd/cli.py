@@ -16,12 +16,15 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 
 from mcd import __version__
+from mcd.agent.daemon import Agent, Options
 from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
 from mcd.agent.once import node_for, once_from
 from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.transaction import UpdateError
+from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.errors import HostError
 from mcd.host.journal import configure_logging
+from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from mcd.host.systemd import connect as connect_systemd
@@ -225,6 +228,56 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
     finally:
         node.effects.systemd.close()
     click.echo(f"{outcome}: {machineconfig_file}")
+
+
+@cli.command("start")
+@click.option("--node-name", envvar="NODE_NAME", help="This node's name (default: $NODE_NAME).")
+@click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
+              show_default=True, help="Where the node's root filesystem is mounted.")  # fmt: skip
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: in-cluster config.")
+@click.option(
+    "--drain-mode",
+    type=click.Choice(["self", "controller"]),
+    default="self",
+    show_default=True,
+    help="Drain here, or ask a drain controller by annotation.",
+)
+@click.option(
+    "--drain-timeout",
+    type=float,
+    default=3600.0,
+    show_default=True,
+    help="Seconds before a drain that cannot finish marks the node Degraded.",
+)
+@click.option("--metrics-url", default="127.0.0.1:8797", show_default=True,
+              help="Listen address for /metrics, /healthz and /readyz.")  # fmt: skip
+@click.option("--kubelet-healthz-enabled/--no-kubelet-healthz", default=True, show_default=True)
+@click.option("--kubelet-healthz-endpoint", default=KUBELET_HEALTHZ, show_default=True)
+def start_command(
+    node_name: str | None,
+    root_mount: Path,
+    kubeconfig: str | None,
+    drain_mode: str,
+    drain_timeout: float,
+    metrics_url: str,
+    kubelet_healthz_enabled: bool,
+    kubelet_healthz_endpoint: str,
+) -> None:
+    """Run the agent: keep this node on its desiredConfig until stopped."""
+    configure_logging()
+    if not node_name:
+        _fail("node-name is required")
+    options = Options(
+        node_name=node_name, root_mount=str(root_mount), kubeconfig=kubeconfig,
+        drain_mode=drain_mode, drain_timeout=drain_timeout, metrics_url=metrics_url,
+        kubelet_healthz_enabled=kubelet_healthz_enabled,
+        kubelet_healthz_endpoint=kubelet_healthz_endpoint,
+    )  # fmt: skip
+    try:
+        agent = Agent(options)
+    except (ValueError, OSError, ApiConfigError) as e:
+        _fail(f"cannot start: {e}")
+    sys.exit(agent.run())
 
 
 def main() -> None:

@@ -47,6 +47,10 @@ class Journal:
     def __init__(self, root: Root) -> None:
         self.root = root
 
+    def pending(self) -> bool:
+        """An update was interrupted (cheap: one ``lstat``)."""
+        return self.root.exists(JOURNAL)
+
     def load(self) -> tuple[Entry, bytes, bytes] | None:
         try:
             raw = json.loads(self.root.read_bytes(JOURNAL))

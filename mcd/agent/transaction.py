@@ -45,7 +45,12 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 class UpdateError(Exception):
-    """The update failed; every completed step was rolled back. ``reason`` is for the Node."""
+    """The update failed; every completed step was rolled back. The message is for the Node;
+    ``step`` names the step that failed (``os``, ``reboot``, ...) when known."""
+
+    def __init__(self, message: str, step: str = "") -> None:
+        super().__init__(message)
+        self.step = step
 
 
 class Outcome(StrEnum):
@@ -101,8 +106,10 @@ class Transaction:
         skip_reboot: bool = False,
         skip_certificate_write: bool = False,
         preflight: bool = True,
+        before_reboot: Callable[[str], None] | None = None,
     ) -> None:
         self.node = node
+        self.before_reboot = before_reboot
         self.plan = plan
         self.old, self.new = plan.old, plan.new
         self.old_doc, self.new_doc = old_doc, new_doc
@@ -133,8 +140,10 @@ class Transaction:
         return self._apply()
 
     def _apply(self) -> Outcome:
+        current = ""
         try:
             for step, apply in self._steps():
+                current = step
                 self._mark(step, started=True)
                 apply()
                 self._mark(step)
@@ -146,7 +155,7 @@ class Transaction:
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
             self.rollback()
-            raise UpdateError(reason) from e
+            raise UpdateError(reason, current) from e
 
     def _steps(self) -> list[tuple[Step, Callable[[], None]]]:
         steps = [(Step.FILES, self._files)]
@@ -254,17 +263,21 @@ class Transaction:
             log.info("Reboot needed for %s, skipped on request", self.new.name)
             return Outcome.REBOOT_PENDING
         rationale = f"Node will reboot into config {self.new.name}"
+        if self.before_reboot is not None:
+            self.before_reboot(rationale)
         try:
             self.node.effects.systemd.reboot(rationale)
         except SystemdError as e:
             if committed:
                 raise UpdateError(
-                    f"reboot command failed, something is seriously wrong: {e}"
+                    f"reboot command failed, something is seriously wrong: {e}", "reboot"
                 ) from e
             self.entry.phase = Phase.ROLLING_BACK
             self.journal.save(self.entry)
             self.rollback()
-            raise UpdateError(f"reboot command failed, something is seriously wrong: {e}") from e
+            raise UpdateError(
+                f"reboot command failed, something is seriously wrong: {e}", "reboot"
+            ) from e
         log.info("initiating reboot: %s", rationale)
         return Outcome.REBOOTING
 
@@ -306,7 +319,13 @@ class Transaction:
         fx.delete_stale_data(self.new.ignition, old.ignition)
 
 
-def recover(node: Node, *, skip_reboot: bool = False, force: bool = False) -> Outcome | None:
+def recover(
+    node: Node,
+    *,
+    skip_reboot: bool = False,
+    force: bool = False,
+    before_reboot: Callable[[str], None] | None = None,
+) -> Outcome | None:
     """Finish what a killed agent left in the journal; None when there is nothing to do."""
     loaded = Journal(node.root).load()
     if loaded is None:
@@ -316,7 +335,10 @@ def recover(node: Node, *, skip_reboot: bool = False, force: bool = False) -> Ou
     plan = make_plan(old, new, force=entry.force or force, legacy=True)
     actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
     plan = dataclasses.replace(plan, actions=actions)
-    txn = Transaction(node, plan, old_doc, new_doc, skip_reboot=skip_reboot, preflight=False)
+    txn = Transaction(
+        node, plan, old_doc, new_doc, skip_reboot=skip_reboot, preflight=False,
+        before_reboot=before_reboot,
+    )  # fmt: skip
     txn.entry = entry
     log.info("Found an interrupted update %s -> %s in phase %s", entry.old, entry.new, entry.phase)
     if entry.phase is Phase.ROLLING_BACK:

@@ -42,18 +42,27 @@ class ApiError(Exception):
         return list((self.body.get("details") or {}).get("causes") or [])
 
 
+class ConfigurationError(Exception):
+    """No usable kubeconfig or in-cluster service account."""
+
+
 def load_client(
     kubeconfig: str | None = None, environ: Mapping[str, str] | None = None
 ) -> client.ApiClient:
     """``--kubeconfig``, else ``KUBECONFIG``, else the in-cluster service account."""
     env = os.environ if environ is None else environ
     path = kubeconfig or env.get("KUBECONFIG")
-    if path:
-        api = config.new_client_from_config(config_file=path)
-    else:
-        configuration = client.Configuration()
-        config.load_incluster_config(client_configuration=configuration)
-        api = client.ApiClient(configuration)
+    try:
+        if path:
+            api = config.new_client_from_config(config_file=path)
+        else:
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)
+            api = client.ApiClient(configuration)
+    except config.ConfigException as e:
+        where = path or "the in-cluster service account"
+        message = f"cannot load the API server configuration from {where}: {e}"
+        raise ConfigurationError(message) from e
     api.user_agent = USER_AGENT
     return api
 

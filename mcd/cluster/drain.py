@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -81,10 +82,15 @@ def evictable(pod: Obj) -> bool:
 class _Blocked:
     reasons: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    on_change: Callable[[str], None] | None = None
 
     def set(self, pod: str, reason: str) -> None:
         with self.lock:
+            changed = self.reasons.get(pod) != reason
             self.reasons[pod] = reason
+            summary = "; ".join(f"{p}: {r}" for p, r in sorted(self.reasons.items()))
+        if changed and self.on_change is not None:
+            self.on_change(summary)
 
 
 class SelfDrainer:
@@ -99,8 +105,10 @@ class SelfDrainer:
         retry_interval: float = 5.0,
         poll_interval: float = 0.5,
         parallelism: int = 16,
+        on_blocked: Callable[[str], None] | None = None,
     ) -> None:
         self.kube = kube
+        self.on_blocked = on_blocked
         self.writer = writer
         self.events = events
         self.timeout = timeout
@@ -134,7 +142,7 @@ class SelfDrainer:
             self.events.record(Reason.DRAIN, "Draining node to update config.")
         pods = self._pods()
         log.info("Draining node %s: %d pod(s) to evict", self.node_name, len(pods))
-        blocked = _Blocked()
+        blocked = _Blocked(on_change=self._report_blocked)
         deadline = start + self.timeout
         with ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(pods)))) as pool:
             results = list(pool.map(lambda p: self._evict_and_wait(p, deadline, blocked), pods))
@@ -149,6 +157,11 @@ class SelfDrainer:
             )
             raise _failed(self.events, Reason.FAILED_TO_DRAIN, message)
         log.info("drain complete; Successful drain took %.3f seconds", time.monotonic() - start)
+
+    def _report_blocked(self, summary: str) -> None:
+        """Say which pods block the drain, and why, while it is still retrying."""
+        if self.on_blocked is not None:
+            self.on_blocked(f"drain of node {self.node_name} blocked, retrying: {summary}")
 
     def _pods(self) -> list[Obj]:
         listing = self.kube.request(

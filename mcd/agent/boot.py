@@ -1,0 +1,91 @@
+"""The first sync after the agent starts (upstream ``checkStateOnFirstRun``, reference 1.7).
+
+1. Clear ``post-config-action=Rebooting`` left by the reboot.
+2. Finish what the update journal says was interrupted: promote the config an
+   update rebooted into (booted deployment and kernel arguments checked), roll
+   forward, or roll back. A node that came back on the old deployment is
+   detected and the update retried, never declared done.
+3. The on-disk ``currentconfig`` is the truth over the annotation.
+4. With the force file, skip validation and re-apply (reboot included).
+5. Validate files, units, the booted OS image and kernel arguments against the
+   current config. A failure is a Warning ``OnDiskStateValidationFailed`` and
+   ``Degraded``; the drift monitor starts so that a restore is noticed.
+6. In the desired config: uncordon, ``Done``. Otherwise ``BootResync`` and update.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import nullcontext
+
+from mcd.agent.journal import Journal
+from mcd.agent.transaction import Outcome, UpdateError, recover
+from mcd.agent.update import (
+    Context,
+    SyncError,
+    before_reboot,
+    complete_update,
+    current_config,
+    start_drift_monitor,
+    trigger_update,
+    validate_current,
+)
+from mcd.cluster.api import Obj
+from mcd.cluster.events import Reason
+from mcd.cluster.node import annotations_of
+from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
+
+log = logging.getLogger(__name__)
+
+
+def boot(ctx: Context, node: Obj) -> None:
+    annotations = annotations_of(node)
+    if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
+        log.info("Node %s has rebooted", ctx.node_name)
+        ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
+    force = ctx.host.root.exists(FORCE_FILE)
+    interrupted = Journal(ctx.host.root).pending()
+    try:
+        with ctx.guard.protect() if interrupted else nullcontext():
+            outcome = recover(
+                ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
+            )
+    except UpdateError as e:
+        raise SyncError(str(e)) from e
+    if outcome is Outcome.REBOOTING:
+        ctx.reboot_queued = True
+        return
+    current = current_config(ctx, node)
+    desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
+    if outcome is Outcome.BOOTED_OLD:
+        message = (
+            f"Node {ctx.node_name} booted the previous deployment instead of the one staged "
+            f"for {desired}; retrying the update"
+        )
+        log.warning("%s", message)
+        ctx.events.record(Reason.BOOT_RESYNC, message)
+        trigger_update(ctx, node, current, desired, preflight=False)
+        return
+    log.info("Validating against current config %s", current.name)
+    if force:
+        log.info("Skipping on-disk validation; %s present", FORCE_FILE)
+        trigger_update(ctx, node, current, desired)
+        return
+    problem = validate_current(ctx, current.mc)
+    if problem:
+        ctx.events.record(Reason.ON_DISK_STATE_VALIDATION_FAILED, problem)
+        start_drift_monitor(ctx, current.mc, problem)
+        raise SyncError(problem)
+    log.info("Validated on-disk state")
+    if current.name == desired:
+        if outcome is Outcome.DONE:
+            log.info("Completing update to target MachineConfig: %s", desired)
+        else:
+            log.info("System state unchanged: %s", desired)
+        complete_update(ctx, current.mc)
+        return
+    ctx.events.record(
+        Reason.BOOT_RESYNC,
+        f"Booting node {ctx.node_name}, currentConfig {current.name}, desiredConfig {desired}",
+    )
+    trigger_update(ctx, node, current, desired)

@@ -1,0 +1,353 @@
+"""``mcd start``: the long-running agent of one node.
+
+Threads, each doing one thing:
+
+* the Node watch (``metadata.name=<node>``) hands every new version of the
+  Node to the worker, which wakes only when a field that drives it changed
+  (``desiredConfig``, ``currentConfig``, the drain handshake);
+* the worker runs one sync at a time: the boot checks first, then a sync per
+  wake-up. A failed sync marks the node ``Degraded`` (or ``Unreconcilable``)
+  and is retried with backoff from 1 s to 60 s; the drift monitor, a created
+  MachineConfig or the force file wake it at once;
+* the drift monitor (inotify), the kubelet health poll and the HTTP listener
+  for ``/metrics``, ``/healthz`` and ``/readyz``.
+
+The main thread only waits for signals. SIGTERM during an update is deferred
+until the update step ends (upstream ``catchIgnoreSIGTERM``).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import TypeVar
+
+from mcd.agent.boot import boot
+from mcd.agent.drift import DriftMonitor
+from mcd.agent.guard import SigtermGuard
+from mcd.agent.http import StatusServer
+from mcd.agent.metrics import Metrics
+from mcd.agent.once import node_for
+from mcd.agent.status import NodeStatus
+from mcd.agent.transaction import UpdateError
+from mcd.agent.update import (
+    Context,
+    MissingConfig,
+    SyncError,
+    Unreconcilable,
+    current_config,
+    trigger_update,
+    wants_update,
+)
+from mcd.cluster.api import ApiError, Kube, Obj, load_client
+from mcd.cluster.configs import wait_for_machine_config
+from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
+from mcd.cluster.events import EventRecorder, Reason
+from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.cluster.watch import Backoff, NodeWatch
+from mcd.host.errors import HostError
+from mcd.host.journal import notify
+from mcd.host.kubelet import DEFAULT_ENDPOINT, KubeletUnhealthy, check_kubelet
+from mcd.host.osrelease import read_os_release
+from mcd.host.rootfs import Root
+from mcd.host.systemd import SystemdError
+from mcd.model.errors import ConfigError
+from mcd.model.vocabulary import FORCE_FILE, Annotation
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+EXPECTED = (
+    SyncError,
+    UpdateError,
+    ApiError,
+    DrainError,
+    HostError,
+    SystemdError,
+    ConfigError,
+    OSError,
+)
+
+WAKE_KEYS = (
+    Annotation.DESIRED_CONFIG,
+    Annotation.CURRENT_CONFIG,
+    Annotation.DESIRED_DRAIN,
+    Annotation.LAST_APPLIED_DRAIN,
+)
+
+
+@dataclass
+class Options:
+    node_name: str
+    root_mount: str = "/rootfs"
+    kubeconfig: str | None = None
+    drain_mode: str = "self"
+    metrics_url: str = "127.0.0.1:8797"
+    kubelet_healthz_enabled: bool = True
+    kubelet_healthz_endpoint: str = DEFAULT_ENDPOINT
+    kubelet_interval: float = 30.0
+    drain_timeout: float = 3600.0
+    min_backoff: float = 1.0
+    max_backoff: float = 60.0
+
+
+def wake_key(node: Obj) -> tuple[str, ...]:
+    annotations = annotations_of(node)
+    return tuple(annotations.get(k, "") for k in WAKE_KEYS)
+
+
+class Agent:
+    def __init__(self, options: Options, kube: Kube | None = None) -> None:
+        self.options = options
+        name = options.node_name
+        self.kube = kube or Kube(load_client(options.kubeconfig))
+        root = Root(options.root_mount)
+        host = node_for(root)
+        writer = NodeWriter(self.kube, name)
+        events = EventRecorder(self.kube, name)
+        self.metrics = Metrics()
+        status = NodeStatus(writer, self.metrics)
+        drainer: Drainer
+        if options.drain_mode == "controller":
+            drainer = ControllerDrainer(writer, events, timeout=options.drain_timeout)
+        else:
+            drainer = SelfDrainer(
+                self.kube, writer, events, timeout=options.drain_timeout,
+                on_blocked=self._drain_blocked,
+            )  # fmt: skip
+        drift = DriftMonitor(
+            root, host.effects.systemd, self._on_drift, on_clear=self.wake, on_force=self.wake
+        )
+        self.ctx = Context(
+            name, host, self.kube, writer, events, drainer, status, self.metrics, drift,
+            SigtermGuard(events),
+        )  # fmt: skip
+        self.stop = threading.Event()
+        self._cond = threading.Condition()
+        self._node: Obj | None = None
+        self._key: tuple[str, ...] | None = None
+        self._dirty = False
+        self._drift: str | None = None
+        self._retry_at: float | None = None
+        self._waiting_for: set[str] = set()
+        self.backoff = Backoff(initial=options.min_backoff, maximum=options.max_backoff)
+        self.booting = True
+        self.first_sync_done = False
+        self.syncs = 0
+        self.watch = NodeWatch(self.kube, name, self._on_node)
+        self._threads: dict[str, threading.Thread] = {}
+
+    # -- inputs, from other threads ------------------------------------------------------
+
+    def _on_node(self, node: Obj) -> None:
+        key = wake_key(node)
+        with self._cond:
+            self._node = node
+            if key != self._key:
+                self._key = key
+                self._dirty = True
+                self._cond.notify()
+
+    def wake(self) -> None:
+        """Sync now, whatever the backoff says (the cause of a failure may be gone)."""
+        with self._cond:
+            self.backoff.reset()
+            self._dirty = True
+            self._cond.notify()
+
+    def _on_drift(self, reason: str) -> None:
+        with self._cond:
+            self._drift = reason
+            self._cond.notify()
+
+    def _drain_blocked(self, reason: str) -> None:
+        self.ctx.status.progress(reason)
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def _next(self) -> tuple[str | None, Obj | None]:
+        with self._cond:
+            while not self.stop.is_set():
+                now = time.monotonic()
+                if self._drift is not None or self._dirty:
+                    break
+                if self._retry_at is not None and now >= self._retry_at:
+                    break
+                wait = 1.0 if self._retry_at is None else min(1.0, self._retry_at - now)
+                self._cond.wait(max(wait, 0.01))
+            drift, self._drift = self._drift, None
+            self._dirty, self._retry_at = False, None
+            return drift, self._node
+
+    def _work(self) -> None:
+        while not self.stop.is_set():
+            drift, node = self._next()
+            if self.stop.is_set():
+                break
+            if drift is not None:
+                self._attempt(self._report_drift, drift)
+            elif node is not None:
+                if self._attempt(self._sync, node):
+                    self.backoff.reset()
+                self.first_sync_done = True
+            if self.ctx.guard.deferred:
+                log.info("Update step ended; stopping as asked by SIGTERM")
+                self.stop.set()
+
+    def _attempt(self, step: Callable[[T], None], arg: T) -> bool:
+        """Run a step; a failure is reported on the node and retried later."""
+        try:
+            step(arg)
+            return True
+        except EXPECTED as e:
+            self._failed(e)
+        except Exception as e:  # a bug: keep the agent alive, say so loudly, retry
+            log.exception("Unexpected error in sync")
+            self._failed(e)
+        return False
+
+    def _sync(self, node: Obj) -> None:
+        self.syncs += 1
+        ctx = self.ctx
+        if ctx.reboot_queued:
+            log.info("Node %s is queued for a reboot, skipping sync.", ctx.node_name)
+            return
+        if self.booting:
+            boot(ctx, node)
+            self.booting = False
+            return
+        annotations = annotations_of(node)
+        wanted_drain = annotations.get(Annotation.DESIRED_DRAIN, "")
+        if (
+            self.options.drain_mode == "controller"
+            and wanted_drain
+            and wanted_drain != annotations.get(Annotation.LAST_APPLIED_DRAIN, "")
+        ):
+            log.info(
+                "A previously requested drain has not yet completed. Waiting for "
+                "machine-config-controller to finish draining node."
+            )
+            return
+        current = current_config(ctx, node)
+        desired = wants_update(node, current.name, ctx.host.root.exists(FORCE_FILE))
+        if desired:
+            trigger_update(ctx, node, current, desired)
+
+    def _report_drift(self, reason: str) -> None:
+        log.error("Config drift detected: %s", reason)
+        self.metrics.drift(True)
+        self.ctx.events.record(Reason.CONFIG_DRIFT_DETECTED, reason)
+        self.ctx.status.degraded(reason)
+        self._retry_later()
+
+    def _failed(self, error: Exception) -> None:
+        reason = str(error) or type(error).__name__
+        if isinstance(error, MissingConfig):
+            self._wait_for_config(error.name)
+        try:
+            if isinstance(error, Unreconcilable):
+                self.ctx.status.unreconcilable(reason)
+            else:
+                self.ctx.status.degraded(reason)
+        except Exception as e:
+            log.warning("Could not report the failure on node %s: %s", self.ctx.node_name, e)
+        self._retry_later()
+
+    def _retry_later(self) -> None:
+        delay = self.backoff.next()
+        log.info("Retrying sync in %gs", delay)
+        with self._cond:
+            self._retry_at = time.monotonic() + delay
+
+    def _wait_for_config(self, name: str) -> None:
+        """Wake the worker as soon as the missing MachineConfig is created."""
+        with self._cond:
+            if name in self._waiting_for:
+                return
+            self._waiting_for.add(name)
+
+        def wait() -> None:
+            try:
+                if wait_for_machine_config(self.kube, name, self.stop):
+                    log.info("MachineConfig %s now exists", name)
+                    self.wake()
+            finally:
+                with self._cond:
+                    self._waiting_for.discard(name)
+
+        threading.Thread(target=wait, name=f"wait-{name}", daemon=True).start()
+
+    # -- probes and the kubelet ------------------------------------------------------------
+
+    def healthz(self) -> str:
+        for name, thread in self._threads.items():
+            if not thread.is_alive():
+                return f"{name} thread is not running"
+        return ""
+
+    def readyz(self) -> str:
+        if self.watch.resource_version is None:
+            return f"watch of node {self.options.node_name} not established"
+        if not self.first_sync_done:
+            return "boot checks not done"
+        return ""
+
+    def _poll_kubelet(self) -> None:
+        failures = 0
+        while not self.stop.wait(self.options.kubelet_interval):
+            try:
+                check_kubelet(self.options.kubelet_healthz_endpoint)
+                failures = 0
+            except KubeletUnhealthy as e:
+                failures += 1
+                log.warning(
+                    "Got an error from auxiliary tools: kubelet health check has failed %d "
+                    "times: %s", failures, e,
+                )  # fmt: skip
+            self.metrics.kubelet_state.set(failures)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        if self.ctx.guard.sigterm():
+            log.info("Got signal %d, shutting down", signum)
+            self.stop.set()
+
+    def _start(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads[name] = thread
+        thread.start()
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        signal.signal(signal.SIGINT, self._on_sigterm)
+        log.info("Starting to manage node: %s", self.options.node_name)
+        try:
+            release = read_os_release(self.ctx.host.root)
+            self.metrics.set_host_os(release.label, release.os_version)
+        except HostError as e:
+            log.warning("%s", e)
+            self.metrics.set_host_os("unsupported", "")
+        server = StatusServer(self.options.metrics_url, self.metrics.registry,
+                              self.healthz, self.readyz).start()  # fmt: skip
+        self._start("watch", lambda: self.watch.run(self.stop))
+        self._start("worker", self._work)
+        if self.options.kubelet_healthz_enabled:
+            self._start("kubelet-health", self._poll_kubelet)
+        announced = False
+        while not self.stop.wait(0.2):
+            if not announced and not self.readyz():
+                announced = notify(status=f"managing node {self.options.node_name}", ready=True)
+                announced = True
+        notify(stopping=True)
+        log.info("Stopping: waiting for the current sync to end")
+        self.ctx.drift.stop()
+        self._threads["worker"].join(timeout=10)
+        server.stop()
+        self.ctx.host.effects.systemd.close()
+        return 0

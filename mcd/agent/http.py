@@ -1,0 +1,79 @@
+"""The agent's HTTP listener on ``--metrics-url``: ``/metrics``, ``/healthz`` and ``/readyz``.
+
+``/metrics`` is the Prometheus text format (upstream serves only this).
+Beyond upstream, ``/healthz`` answers 200 while the sync worker is alive and
+not stuck, and ``/readyz`` answers 200 once the boot checks have run and the
+Node watch is connected; both answer 503 with the cause otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger(__name__)
+
+Probe = Callable[[], str]
+"""Returns '' when healthy, else the reason it is not."""
+
+
+def parse_listen_address(url: str) -> tuple[str, int]:
+    """``127.0.0.1:8797`` or ``http://127.0.0.1:8797`` -> (host, port)."""
+    rest = url.split("://", 1)[-1].rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"invalid metrics address {url!r}: expected host:port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class StatusServer:
+    def __init__(
+        self, address: str, registry: CollectorRegistry, healthz: Probe, readyz: Probe
+    ) -> None:
+        host, port = parse_listen_address(address)
+        registry_, healthz_, readyz_ = registry, healthz, readyz
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/readyz"):
+                    problem = (healthz_ if path == "/healthz" else readyz_)()
+                    code, text = (503, problem) if problem else (200, "ok")
+                    self._send(code, f"{text}\n".encode(), "text/plain; charset=utf-8")
+                else:
+                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+            def _send(self, code: int, body: bytes, content_type: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                log.debug("metrics listener: " + format, *args)
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="metrics", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> StatusServer:
+        self._thread.start()
+        log.info("Serving metrics, /healthz and /readyz on port %d", self.port)
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

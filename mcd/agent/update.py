@@ -1,0 +1,266 @@
+"""Updates driven by the cluster: move the node from its current config to ``desiredConfig``.
+
+Upstream ``triggerUpdate``/``update`` (reference 2.1): fetch the desired
+MachineConfig, check the files on disk against the current one (preflight),
+plan, mark the node ``Working``, drain when the plan says so, run the update
+transaction, then reboot (``post-config-action=Rebooting``) or finish
+rebootless with ``Done``. Every failure is a :class:`SyncError` whose message
+is the node's ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from mcd.agent.drift import DriftMonitor
+from mcd.agent.guard import SigtermGuard
+from mcd.agent.metrics import Metrics
+from mcd.agent.status import NodeStatus
+from mcd.agent.transaction import (
+    Node,
+    Outcome,
+    Transaction,
+    UpdateError,
+    current_config_on_disk,
+    document_of,
+)
+from mcd.cluster.api import ApiError, Kube, Obj
+from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
+from mcd.cluster.drain import Drainer, DrainError
+from mcd.cluster.events import EventRecorder, Reason
+from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.host import fsops
+from mcd.host.errors import HostError
+from mcd.host.validation import unexpected_state, validate_on_disk
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
+from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.text import goquote
+from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
+
+log = logging.getLogger(__name__)
+
+FIPS_ENABLED = "/proc/sys/crypto/fips_enabled"
+
+
+class SyncError(Exception):
+    """A sync failed; the message is the node's ``reason`` (state ``Degraded``)."""
+
+
+class Unreconcilable(SyncError):
+    """The desired config cannot be applied on a live node (state ``Unreconcilable``)."""
+
+
+class MissingConfig(SyncError):
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Config:
+    mc: MachineConfig
+    document: bytes
+
+    @property
+    def name(self) -> str:
+        return self.mc.name
+
+
+@dataclass
+class Context:
+    """Everything one agent works with."""
+
+    node_name: str
+    host: Node
+    kube: Kube
+    writer: NodeWriter
+    events: EventRecorder
+    drainer: Drainer
+    status: NodeStatus
+    metrics: Metrics
+    drift: DriftMonitor
+    guard: SigtermGuard
+    reboot_queued: bool = False
+    updates: int = field(default=0)
+
+
+def fetch_config(ctx: Context, name: str) -> Config:
+    try:
+        obj = get_machine_config(ctx.kube, name)
+    except MachineConfigNotFound as e:
+        raise MissingConfig(name, str(e)) from e
+    document = json.dumps(obj).encode()
+    try:
+        return Config(load_machine_config(document), document)
+    except ConfigError as e:
+        raise SyncError(f"invalid MachineConfig {name}: {e}") from e
+
+
+def current_config(ctx: Context, node: Obj) -> Config:
+    """The on-disk ``currentconfig`` is the truth; else the annotation's MachineConfig; a node
+    that has neither was never configured and starts from the empty config."""
+    annotation = annotations_of(node).get(Annotation.CURRENT_CONFIG, "")
+    on_disk = current_config_on_disk(ctx.host.root)
+    if on_disk is not None:
+        mc, document = on_disk
+        if annotation and annotation != mc.name:
+            log.info(
+                "Disk currentConfig %s overrides node's currentConfig annotation %s",
+                goquote(mc.name), goquote(annotation),
+            )  # fmt: skip
+        return Config(mc, document)
+    if annotation:
+        return fetch_config(ctx, annotation)
+    empty = empty_machine_config()
+    log.info("Node has no current config; starting from the empty config %s", empty.name)
+    return Config(empty, document_of(empty, None))
+
+
+def node_fips(ctx: Context) -> bool | None:
+    try:
+        return ctx.host.root.read_bytes(FIPS_ENABLED).strip() == b"1"
+    except (OSError, HostError):
+        return None
+
+
+def validate_current(ctx: Context, mc: MachineConfig) -> str:
+    """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason."""
+    host = ctx.host
+    report = validate_on_disk(mc, host.root, host.effects.systemd)
+    if not report.ok:
+        return report.reasons()[0]
+    if host.ostree and host.rpm is not None and mc.os_image_url:
+        try:
+            booted = host.rpm.booted_image()
+            if booted != mc.os_image_url:
+                expected, have = goquote(mc.os_image_url), goquote(booted)
+                return unexpected_state(
+                    mc.name, f"expected target osImageURL {expected}, have {have}"
+                )
+            if mc.kernel_arguments:
+                host.rpm.check_kargs(mc.kernel_arguments)
+        except HostError as e:
+            return unexpected_state(mc.name, str(e))
+    return ""
+
+
+def trigger_update(
+    ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
+) -> Outcome:
+    root = ctx.host.root
+    desired = fetch_config(ctx, desired_name)
+    force = root.exists(FORCE_FILE)
+    if force:
+        log.info("Skipping preflight config drift check; %s present", FORCE_FILE)
+    elif preflight:
+        problem = validate_on_disk(current.mc, root, ctx.host.effects.systemd)
+        if not problem.ok:
+            reason = problem.reasons()[0]
+            log.error("Preflight config drift check failed: %s", reason)
+            ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
+            raise SyncError(reason)
+    plan = make_plan(current.mc, desired.mc, force=force, node_fips=node_fips(ctx))
+    if not plan.reconcilable:
+        ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
+        raise Unreconcilable(plan.reason)
+    if force:
+        fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
+    ctx.status.working()
+    ctx.updates += 1
+    with ctx.guard.protect():
+        if ctx.drift.stop():
+            ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
+        log.info(
+            "Starting update from %s to %s: %s",
+            current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
+        )  # fmt: skip
+        outcome = _run(ctx, plan, current, desired)
+    if outcome is Outcome.REBOOTING:
+        ctx.reboot_queued = True
+        log.info("reboot successful")
+    elif outcome is Outcome.DONE:
+        complete_update(ctx, desired.mc)
+    return outcome
+
+
+def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Outcome:
+    if plan.drain:
+        try:
+            ctx.drainer.drain(desired.name)
+        except DrainError as e:
+            raise SyncError(str(e)) from e
+    else:
+        log.info("Drain not required for this update: %s", plan.drain_reason or "no disruption")
+    txn = Transaction(
+        ctx.host, plan, current.document, desired.document,
+        preflight=False, skip_certificate_write=True,
+        before_reboot=lambda rationale: before_reboot(ctx, rationale),
+    )  # fmt: skip
+    try:
+        outcome = txn.run()
+    except UpdateError as e:
+        if e.step == "os":
+            ctx.metrics.pivot_errors.inc()
+        if e.step == "reboot":
+            ctx.metrics.reboots_failed.inc()
+        raise SyncError(str(e)) from e
+    if plan.diff.os_update or plan.diff.kargs:
+        ctx.metrics.pivot_errors.set(0)
+    return outcome
+
+
+def before_reboot(ctx: Context, rationale: str) -> None:
+    """Upstream ``reboot()``: lift the SIGTERM protection, say why, mark the node Rebooting."""
+    ctx.guard.release()
+    ctx.drift.stop()
+    ctx.events.record(Reason.REBOOT, rationale)
+    log.info("initiating reboot: %s", rationale)
+    try:
+        ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: NodeState.REBOOTING})
+    except ApiError as e:
+        log.warning("Could not mark node %s as rebooting: %s", ctx.node_name, e)
+
+
+def complete_update(ctx: Context, mc: MachineConfig) -> None:
+    """Upstream ``completeUpdate`` + ``SetDone``: uncordon, report Done, watch for drift."""
+    try:
+        ctx.drainer.uncordon(mc.name)
+    except DrainError as e:
+        raise SyncError(str(e)) from e
+    ctx.events.record(
+        Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {mc.name} to Done"
+    )
+    ctx.status.done(mc.name)
+    log.info("Update completed for config %s and node is Done", mc.name)
+    start_drift_monitor(ctx, mc)
+
+
+def start_drift_monitor(ctx: Context, mc: MachineConfig, degraded_reason: str = "") -> None:
+    drift = degraded_reason if _is_drift(degraded_reason) else ""
+    ctx.metrics.drift(bool(drift))
+    if ctx.drift.running and ctx.drift.config_name == mc.name:
+        return
+    ctx.drift.start(mc, drifted=drift)
+    message = f"Config Drift Monitor started, watching against {mc.name}"
+    ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STARTED, message)
+
+
+def _is_drift(reason: str) -> bool:
+    return "content mismatch" in reason or "mode mismatch" in reason
+
+
+def wants_update(node: Obj, current_name: str, force: bool) -> str:
+    """The desired config name when a sync has work to do, else ''."""
+    annotations = annotations_of(node)
+    desired = annotations.get(Annotation.DESIRED_CONFIG, "")
+    if not desired:
+        return ""
+    state = annotations.get(Annotation.STATE) or NodeState.DONE
+    if desired == current_name and state == NodeState.DONE and not force:
+        return ""
+    if desired == current_name and not force:
+        log.warning("current+desiredConfig is %s but state is %s", desired, state)
+    return desired
