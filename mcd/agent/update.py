@@ -233,9 +233,9 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     ctx.events.record(
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {mc.name} to Done"
     )
+    start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)
-    start_drift_monitor(ctx, mc)
 
 
 def start_drift_monitor(ctx: Context, mc: MachineConfig, degraded_reason: str = "") -> None:
