@@ -253,6 +253,8 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
               help="Listen address for /metrics, /healthz and /readyz.")  # fmt: skip
 @click.option("--kubelet-healthz-enabled/--no-kubelet-healthz", default=True, show_default=True)
 @click.option("--kubelet-healthz-endpoint", default=KUBELET_HEALTHZ, show_default=True)
+@click.option("--kubelet-healthz-interval", type=float, default=30.0, show_default=True,
+              help="Seconds between kubelet health checks.")  # fmt: skip
 def start_command(
     node_name: str | None,
     root_mount: Path,
@@ -262,6 +264,7 @@ def start_command(
     metrics_url: str,
     kubelet_healthz_enabled: bool,
     kubelet_healthz_endpoint: str,
+    kubelet_healthz_interval: float,
 ) -> None:
     """Run the agent: keep this node on its desiredConfig until stopped."""
     configure_logging()
@@ -272,6 +275,7 @@ def start_command(
         drain_mode=drain_mode, drain_timeout=drain_timeout, metrics_url=metrics_url,
         kubelet_healthz_enabled=kubelet_healthz_enabled,
         kubelet_healthz_endpoint=kubelet_healthz_endpoint,
+        kubelet_interval=kubelet_healthz_interval,
     )  # fmt: skip
     try:
         agent = Agent(options)

@@ -161,7 +161,9 @@ class AgentNode:
         log = self.log_path.open("ab")
         log.write(f"--- start {self.starts} ---\n".encode())
         log.flush()
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env(**env))
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=self.env(**env)
+        )
         log.close()
         self.starts += 1
 
@@ -263,6 +265,12 @@ class AgentNode:
                 return int(response.status), str(response.read().decode())
         except urllib.error.HTTPError as e:
             return int(e.code), e.read().decode()
+        except (urllib.error.URLError, OSError) as e:
+            return 0, str(e)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """The agent answers /readyz: its boot checks are done and it watches its Node."""
+        self.wait_for(lambda: self.probe("/readyz")[0] == 200, timeout, "/readyz")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

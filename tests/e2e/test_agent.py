@@ -4,36 +4,59 @@ the D-Bus test bus, the rpm-ostree stand-in and simulated reboots."""
 from __future__ import annotations
 
 import json
+import signal
 import time
+from pathlib import Path
+
+import pytest
 
 from mcd.model.vocabulary import Annotation
+from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, PULL_SECRET, worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import IMAGE_B, AgentNode, create_config
+from tests.e2e.harness import IMAGE_B, AgentNode, create_config, free_port
+from tests.fakes import rpm_ostree
+from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
 
-def boot_on(node: AgentNode, cluster: TestCluster, base: str = "rendered-worker-1", **kw: object) -> str:
+def boot_on(
+    node: AgentNode, cluster: TestCluster, base: str = "rendered-worker-1", **kw: object
+) -> str:
     """Provision the node with a config, point the annotations at it, start the agent, wait Done."""
     name = cluster.name(base)
     doc = worker(name, **kw)  # type: ignore[arg-type]
     create_config(cluster, doc)
     node.provision(doc)
-    cluster.annotate(node.name, {Annotation.CURRENT_CONFIG: name, Annotation.DESIRED_CONFIG: name,
-                                 Annotation.STATE: "Done"})
+    cluster.annotate(
+        node.name,
+        {
+            Annotation.CURRENT_CONFIG: name,
+            Annotation.DESIRED_CONFIG: name,
+            Annotation.STATE: "Done",
+        },
+    )
     node.start()
+    node.wait_ready()
     node.wait_state("Done", name)
+    assert node.events("NodeDone")
     return name
 
 
-def test_rebootless_update_of_pull_secret_and_ssh_key(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+def test_rebootless_update_of_pull_secret_and_ssh_key(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
     new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, secret='{"auths":{"r.example.com":{"auth":"bmV3"}}}', key=KEY_B))
+    create_config(
+        kube_cluster, worker(new, secret='{"auths":{"r.example.com":{"auth":"bmV3"}}}', key=KEY_B)
+    )
     node.set_desired(new)
     node.wait_state("Done", new)
-    assert json.loads(node.path(PULL_SECRET).read_text()) == {"auths": {"r.example.com": {"auth": "bmV3"}}}
+    assert json.loads(node.path(PULL_SECRET).read_text()) == {
+        "auths": {"r.example.com": {"auth": "bmV3"}}
+    }
     keys = node.path("/home/core/.ssh/authorized_keys.d/ignition").read_text()
     assert KEY_B in keys
     assert node.current_on_disk() == new
@@ -43,7 +66,9 @@ def test_rebootless_update_of_pull_secret_and_ssh_key(make_node: NodeFactory, ku
     assert node.reason() == ""
 
 
-def test_file_change_needing_reboot_drains_reboots_and_completes(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+def test_file_change_needing_reboot_drains_reboots_and_completes(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
     ns = kube_cluster.namespace()
@@ -67,7 +92,9 @@ def test_file_change_needing_reboot_drains_reboots_and_completes(make_node: Node
     assert node.events("Uncordon")
 
 
-def test_os_pivot_and_kernel_arguments_reboot_into_the_new_deployment(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+def test_os_pivot_and_kernel_arguments_reboot_into_the_new_deployment(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
     new = kube_cluster.name("rendered-worker-2")
@@ -83,7 +110,9 @@ def test_os_pivot_and_kernel_arguments_reboot_into_the_new_deployment(make_node:
     assert node.current_on_disk() == new
 
 
-def test_missing_machineconfig_degrades_then_recovers_when_created(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+def test_missing_machineconfig_degrades_then_recovers_when_created(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
     new = kube_cluster.name("rendered-worker-2")
@@ -98,7 +127,9 @@ def test_missing_machineconfig_degrades_then_recovers_when_created(make_node: No
     assert node.reboots_requested() == 0
 
 
-def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
     node = make_node()
     name = boot_on(node, kube_cluster)
     conf = node.path("/etc/app/app.conf")
@@ -131,3 +162,210 @@ def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(make_n
     node.wait_state("Done", name)
     assert conf.stat().st_mode & 0o777 == 0o644
     assert not node.path("/run/machine-config-daemon-force").exists()
+
+
+def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and "proc" not in path.parts:
+            out[str(path.relative_to(root))] = (path.stat().st_mode, path.read_bytes())
+    return out
+
+
+@pytest.mark.parametrize("change", ["disks", "fips"])
+def test_unreconcilable_config_changes_nothing_and_says_why(
+    make_node: NodeFactory, kube_cluster: TestCluster, change: str
+) -> None:
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    before = _tree(node.root)
+    new = kube_cluster.name("rendered-worker-2")
+    if change == "disks":
+        doc = worker(new, app="threads=8\n")
+        doc["spec"]["config"]["storage"]["disks"] = [{"device": "/dev/sdb", "wipeTable": True}]
+        detail = "ignition disks section contains changes"
+    else:
+        doc = worker(new, app="threads=8\n", fips=True)
+        detail = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+    create_config(kube_cluster, doc)
+    node.set_desired(new)
+    node.wait_state("Unreconcilable")
+    reason = node.reason()
+    assert reason.startswith(f"can't reconcile config {name} with {new}: ") and reason.endswith(
+        detail
+    )
+    assert node.events("FailedToReconcile")
+    assert _tree(node.root) == before
+    assert node.reboots_requested() == 0
+    node.set_desired(name)  # the admin goes back: the node recovers by itself
+    node.wait_state("Done", name)
+
+
+def test_drain_blocked_by_a_budget_names_pod_and_budget_then_completes(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
+    reason = node.reason()
+    assert f"{ns}/db-0" in reason and f"PodDisruptionBudget {ns}/db-pdb" in reason
+    assert node.state() == "Working"
+    assert node.reboots_requested() == 0
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.reason() == ""
+
+
+def test_api_server_restarts_in_the_middle_of_an_update(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "the drain to be under way")
+    fake_api.restart(compact=True)  # watches cut, history compacted (410 on resume)
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    fake_api.stop()  # the API server is away while the node reboots
+    node.reboot()
+    time.sleep(1.5)
+    fake_api.start()
+    node.wait_state("Done", new, timeout=30)
+    assert node.current_on_disk() == new
+
+
+def test_agent_killed_during_an_update_finishes_it_after_restart(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    node.stop()
+    node.start(MCD_CRASH_AT="files:1")
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(
+        kube_cluster,
+        worker(new, app="threads=8\n", extra_files=[file_entry("/etc/app/extra", "x\n")]),
+    )
+    node.set_desired(new)
+    node.wait_for(lambda: not node.running, 15, "the agent to be killed")
+    assert node.proc is not None and node.proc.returncode == -signal.SIGKILL
+    node.start()
+    node.wait_reboot(timeout=30)
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
+    assert node.path("/etc/app/extra").read_text() == "x\n"
+    assert not node.path("/etc/machine-config-daemon/transaction.json").exists()
+
+
+def test_sigterm_during_an_update_waits_for_the_update_step(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "the drain to be under way")
+    assert node.proc is not None
+    node.proc.send_signal(signal.SIGTERM)
+    node.wait_for(lambda: bool(node.events("GotSigtermDuringUpdate")), 10, "GotSigtermDuringUpdate")
+    time.sleep(0.5)
+    assert node.running  # deferred
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    node.wait_for(lambda: not node.running, 15, "the agent to stop after the update step")
+    assert node.proc.returncode == 0
+    assert node.events("AddSigtermProtection") and node.events("RemoveSigtermProtection")
+
+
+def test_booting_the_old_deployment_retries_the_update(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, image=IMAGE_B))
+    node.set_desired(new)
+    node.wait_reboot()
+    state = node.rpm()  # ostree-finalize-staged failed: the staged deployment is gone
+    state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
+    rpm_ostree.save(node.rpm_state, state)
+    node.reboot(boot_staged=False)
+    node.wait_reboot(count=2)  # staged again and rebooted again, never declared Done
+    assert node.state() == "Working"
+    assert node.current_on_disk() != new
+    node.reboot()
+    node.wait_state("Done", new)
+    booted = next(d for d in node.rpm()["deployments"] if d["booted"])
+    assert booted["container-image-reference"].endswith(IMAGE_B)
+
+
+def test_boot_validation_failure_degrades_and_a_restore_recovers(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    node.stop()
+    conf = node.path("/etc/app/app.conf")
+    original = conf.read_bytes()
+    conf.write_text("edited while the agent was down\n")
+    node.start()
+    node.wait_state("Degraded")
+    expected = f'unexpected on-disk state validating against {name}: content mismatch for file "/etc/app/app.conf"'
+    assert node.reason() == expected
+    assert [e["message"] for e in node.events("OnDiskStateValidationFailed")] == [expected]
+    conf.write_bytes(original)
+    node.wait_state("Done", name, timeout=10)
+
+
+def test_metrics_and_probes(make_node: NodeFactory, kube_cluster: TestCluster) -> None:
+    node = make_node(
+        extra_args=(
+            "--kubelet-healthz-enabled",
+            "--kubelet-healthz-interval",
+            "0.2",
+            "--kubelet-healthz-endpoint",
+            f"http://127.0.0.1:{free_port()}/healthz",
+        )
+    )
+    boot_on(node, kube_cluster)
+    assert node.probe("/healthz") == (200, "ok\n")
+    assert node.probe("/readyz") == (200, "ok\n")
+    node.wait_for(
+        lambda: "mcd_kubelet_state 0.0" not in node.metrics(), 10, "kubelet failures counted"
+    )
+    text = node.metrics()
+    assert 'mcd_host_os_and_version{os="RHCOS",version="9.6"} 1.0' in text
+    assert 'mcd_state{reason="",state="Done"}' in text
+    assert "mcd_pivot_errors_total 0.0" in text
+    assert "mcd_reboots_failed_total 0.0" in text
+    assert "mcd_config_drift 0.0" in text
+    assert (
+        f'mcd_update_state{{config="MachineConfig: {kube_cluster.name("rendered-worker-1")}",err=""}}'
+        in text
+    )
+    assert (
+        float(
+            next(
+                line for line in text.splitlines() if line.startswith("mcd_kubelet_state ")
+            ).split()[1]
+        )
+        >= 1
+    )
