@@ -54,8 +54,9 @@ def print_table(rows: list[Row]) -> None:
     print("-" * len(header))
     for r in rows:
         scale = 1000 if r.unit == "ms" else 1
+        digits = 1 if r.unit in ("ms", "MB", "req") else 2
         print(
-            f"{r.name:<44} {r.figure * scale:>8.1f}{r.unit:<2} "
-            f"{r.baseline * scale:>8.1f}{r.unit:<2} "
+            f"{r.name:<44} {r.figure * scale:>8.{digits}f}{r.unit:<2} "
+            f"{r.baseline * scale:>8.{digits}f}{r.unit:<2} "
             f"{r.ratio:>6.2f}x  {r.target:<22} {'PASS' if r.passed else 'MISS'}"
         )

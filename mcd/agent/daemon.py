@@ -109,7 +109,7 @@ class Agent:
         root = Root(options.root_mount)
         host = node_for(root)
         writer = NodeWriter(self.kube, name)
-        events = EventRecorder(self.kube, name)
+        events = EventRecorder(self.kube, name, background=True)
         self.metrics = Metrics()
         status = NodeStatus(writer, self.metrics)
         drainer: Drainer
@@ -348,6 +348,7 @@ class Agent:
         log.info("Stopping: waiting for the current sync to end")
         self.ctx.drift.stop()
         self._threads["worker"].join(timeout=10)
+        self.ctx.events.flush()
         server.stop()
         self.ctx.host.effects.systemd.close()
         return 0

@@ -58,6 +58,7 @@ class DriftMonitor:
         self.on_clear = on_clear
         self.on_force = on_force
         self._lock = threading.Lock()
+        self._watcher: PathWatcher | None = None
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self.config_name = ""
@@ -74,7 +75,7 @@ class DriftMonitor:
             self._stop_locked()
             watcher = PathWatcher(self.root, [*managed_paths(mc), FORCE_FILE])
             stop = threading.Event()
-            self._stop = stop
+            self._stop, self._watcher = stop, watcher
             self.config_name = mc.name
             self._thread = threading.Thread(
                 target=self._run, args=(mc, watcher, stop, drifted), name="drift", daemon=True
@@ -97,9 +98,11 @@ class DriftMonitor:
         if self._stop is None or self._thread is None:
             return False
         self._stop.set()
+        if self._watcher is not None:
+            self._watcher.interrupt()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        self._stop, self._thread = None, None
+        self._stop, self._thread, self._watcher = None, None, None
         return True
 
     def _run(
@@ -108,7 +111,7 @@ class DriftMonitor:
         reported = drifted
         try:
             while not stop.is_set():
-                changed = watcher.read(timeout_ms=200)
+                changed = watcher.read(timeout_ms=1000)
                 if not changed or stop.is_set():
                     continue
                 time.sleep(SETTLE)

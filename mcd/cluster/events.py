@@ -1,12 +1,17 @@
 """Events about the Node, with the upstream reasons (``involvedObject`` = the Node).
 
 Recording never fails the caller: an Event that cannot be written is logged.
+With ``background=True`` (the agent) Events are sent by a sender thread, in
+order, as client-go's broadcaster does, so an update never waits for them; a
+full queue drops the newest Event with a log line.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
 import time
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -77,15 +82,52 @@ def default_namespace() -> str:
 
 class EventRecorder:
     def __init__(
-        self, kube: Kube, node_name: str, node_uid: str = "", namespace: str | None = None
+        self,
+        kube: Kube,
+        node_name: str,
+        node_uid: str = "",
+        namespace: str | None = None,
+        background: bool = False,
     ) -> None:
         self.kube = kube
         self.node_name = node_name
         self.node_uid = node_uid
         self.namespace = namespace or default_namespace()
+        self._queue: queue.Queue[tuple[Reason, str]] | None = None
+        if background:
+            self._queue = queue.Queue(maxsize=256)
+            threading.Thread(target=self._send_queued, name="events", daemon=True).start()
 
     def record(self, reason: Reason, message: str) -> bool:
-        """Create the Event; False (and a log line) when the API server refused it."""
+        """Create the Event (or queue it); False (and a log line) when that failed."""
+        if self._queue is None:
+            return self._send(reason, message)
+        try:
+            self._queue.put_nowait((reason, message))
+        except queue.Full:
+            log.warning("Event queue full; dropping event %s", reason)
+            return False
+        return True
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until queued Events are sent (True) or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while self._queue is not None and self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def _send_queued(self) -> None:
+        assert self._queue is not None
+        while True:
+            reason, message = self._queue.get()
+            try:
+                self._send(reason, message)
+            finally:
+                self._queue.task_done()
+
+    def _send(self, reason: Reason, message: str) -> bool:
         event_type = EventType.WARNING if reason in WARNINGS else EventType.NORMAL
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {

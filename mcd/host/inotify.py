@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import select
 from collections.abc import Iterable
 
 from inotify_simple import INotify, flags
@@ -38,6 +40,7 @@ class PathWatcher:
 
     def __init__(self, root: Root, paths: Iterable[str]) -> None:
         self._inotify = INotify()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._dirs: dict[int, str] = {}
         self._tracked: set[str] = set()
         self.overflowed = False
@@ -69,10 +72,24 @@ class PathWatcher:
     def fileno(self) -> int:
         return int(self._inotify.fileno())
 
+    def interrupt(self) -> None:
+        """Make a waiting :meth:`read` return at once (from another thread)."""
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
     def read(self, timeout_ms: int) -> set[str]:
-        """Tracked paths that changed, waiting up to ``timeout_ms`` for the first event."""
+        """Tracked paths that changed, waiting up to ``timeout_ms`` for the first event
+        (or until :meth:`interrupt`)."""
+        ready, _, _ = select.select(
+            [self._inotify.fileno(), self._wake_r], [], [], timeout_ms / 1000
+        )
+        if self._wake_r in ready:
+            with contextlib.suppress(OSError):
+                os.read(self._wake_r, 4096)
+        if self._inotify.fileno() not in ready:
+            return set()
         changed: set[str] = set()
-        for event in self._inotify.read(timeout=timeout_ms):
+        for event in self._inotify.read(timeout=0):
             if event.mask & flags.Q_OVERFLOW:
                 self.overflowed = True  # events were lost: treat everything as changed
                 changed |= self._tracked
@@ -91,3 +108,6 @@ class PathWatcher:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._inotify.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
