@@ -77,7 +77,10 @@ def _boot(cluster: TestCluster, workdir: Path, files: int) -> tuple[AgentNode, l
     for doc in docs:
         create_config(cluster, doc)
     node.provision(docs[0])
-    first = {Annotation.CURRENT_CONFIG: names[0], Annotation.DESIRED_CONFIG: names[0]}
+    first: dict[str, str | None] = {
+        Annotation.CURRENT_CONFIG: names[0],
+        Annotation.DESIRED_CONFIG: names[0],
+    }
     cluster.annotate(node.name, {**first, Annotation.STATE: "Done"})
     node.start()
     node.wait_ready(60)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import tempfile
+from pathlib import Path
 
+from bench.agent import bench_idle, bench_update_latency
 from bench.cluster import bench_drain, bench_update_requests
 from bench.common import print_table
 from bench.engine import bench_plan, bench_validate
@@ -19,6 +22,9 @@ def main() -> None:
         bench_update_requests(),
         bench_drain(),
     ]
+    with tempfile.TemporaryDirectory() as tmp:
+        rows.append(bench_update_latency(Path(tmp) / "latency"))
+        rows.extend(bench_idle(Path(tmp) / "idle"))
     print_table(rows)
 
 
