@@ -1,0 +1,132 @@
+"""``mcd status``: one node's state as the agent sees it, for people and scripts.
+
+Current and desired config, state and reason, the drain state, what the next
+update will do and cost (the plan of current -> desired), and the node's last
+Events. Read-only: GETs only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd.cluster.api import ApiError, Kube, Obj
+from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
+from mcd.cluster.drain import CORDONED_BY
+from mcd.cluster.events import default_namespace
+from mcd.cluster.node import annotations_of, node_path
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import load_machine_config
+from mcd.model.plan import make_plan
+from mcd.model.vocabulary import Annotation, NodeState
+
+
+@dataclass
+class NodeReport:
+    node: str
+    state: str
+    reason: str
+    current: str
+    desired: str
+    unschedulable: bool
+    drain: dict[str, str]
+    plan: dict[str, Any] | None
+    plan_error: str = ""
+    events: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _plan(kube: Kube, current: str, desired: str) -> tuple[dict[str, Any] | None, str]:
+    if not desired or desired == current:
+        return None, ""
+    try:
+        old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
+        new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
+    except (MachineConfigNotFound, ConfigError) as e:
+        return None, str(e)
+    return make_plan(old, new).to_json(), ""
+
+
+def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
+    try:
+        listing = kube.request(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/events",
+            {"fieldSelector": f"involvedObject.name={node}"},
+        )
+    except ApiError:
+        return []
+    items = [
+        e for e in listing.get("items") or [] if e.get("involvedObject", {}).get("name") == node
+    ]
+    items.sort(key=lambda e: (e.get("lastTimestamp") or "", e["metadata"].get("name", "")))
+    return [
+        {"time": e.get("lastTimestamp") or "", "type": e.get("type", ""),
+         "reason": e.get("reason", ""), "message": e.get("message", "")}
+        for e in items[-limit:]
+    ]  # fmt: skip
+
+
+def node_report(
+    kube: Kube, node: str, namespace: str | None = None, events: int = 10
+) -> NodeReport:
+    obj: Obj = kube.request("GET", node_path(node))
+    a = annotations_of(obj)
+    current, desired = a.get(Annotation.CURRENT_CONFIG, ""), a.get(Annotation.DESIRED_CONFIG, "")
+    plan, plan_error = _plan(kube, current, desired)
+    drain = {
+        k: v
+        for k, v in (
+            ("desiredDrain", a.get(Annotation.DESIRED_DRAIN, "")),
+            ("lastAppliedDrain", a.get(Annotation.LAST_APPLIED_DRAIN, "")),
+            ("cordonedBy", a.get(CORDONED_BY, "")),
+        )
+        if v
+    }
+    return NodeReport(
+        node=node,
+        state=a.get(Annotation.STATE) or NodeState.DONE,
+        reason=a.get(Annotation.REASON, ""),
+        current=current,
+        desired=desired,
+        unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+        drain=drain,
+        plan=plan,
+        plan_error=plan_error,
+        events=_events(kube, node, namespace or default_namespace(), events),
+    )
+
+
+def render_report(r: NodeReport) -> str:
+    lines = [
+        f"Node:            {r.node}",
+        f"State:           {r.state}",
+        f"Reason:          {r.reason or '-'}",
+        f"Current config:  {r.current or '-'}",
+        f"Desired config:  {r.desired or '-'}",
+    ]
+    drain = ", ".join(f"{k}={v}" for k, v in r.drain.items())
+    lines.append(f"Schedulable:     {'no (cordoned)' if r.unschedulable else 'yes'}"
+                 + (f"; {drain}" if drain else ""))  # fmt: skip
+    if r.plan is not None:
+        p = r.plan
+        files = p["files"]
+        counts = ", ".join(f"{len(files[k])} {k}" for k in ("added", "changed", "removed"))
+        lines.append(
+            f"Pending update:  {p['old']} -> {p['new']}: cost {p['cost']}, "
+            f"reboot {'yes' if p['reboot'] else 'no'}, drain {'yes' if p['drain'] else 'no'}; "
+            f"files {counts}"
+        )
+        if not p["reconcilable"]:
+            lines.append(f"                 not reconcilable: {p['reason']}")
+    elif r.plan_error:
+        lines.append(f"Pending update:  cannot plan: {r.plan_error}")
+    else:
+        lines.append("Pending update:  none")
+    lines.append("Recent events:" if r.events else "Recent events:   none")
+    for e in r.events:
+        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {e['message']}")
+    return "\n".join(lines) + "\n"

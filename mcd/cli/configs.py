@@ -1,0 +1,113 @@
+"""Commands on config files alone: ``plan``, ``validate``, ``diff``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from mcd.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_UNRECONCILABLE,
+    read_config,
+    reports_config_errors,
+)
+from mcd.host.rootfs import Root
+from mcd.host.runner import Runner
+from mcd.host.systemd import connect as connect_systemd
+from mcd.host.validation import validate_on_disk
+from mcd.model.describe import describe_plan
+from mcd.model.errors import ConfigError
+from mcd.model.filediff import render_diff
+from mcd.model.machineconfig import decode_document
+from mcd.model.plan import make_plan
+from mcd.model.policy import DEFAULT_POLICIES, merge_policies, parse_user_policies
+
+
+@click.command()
+@click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="MachineConfiguration YAML whose spec.nodeDisruptionPolicy is merged over the defaults.",
+)
+@click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
+@click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@reports_config_errors
+def plan(
+    old: Path, new: Path, policy_file: Path | None, force: bool, legacy: bool, as_json: bool
+) -> None:
+    """Show what moving a node from OLD to NEW changes, costs, and why.
+
+    Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
+    """
+    policies = DEFAULT_POLICIES
+    if policy_file is not None:
+        try:
+            user = parse_user_policies(decode_document(policy_file.read_bytes()))
+        except ConfigError as e:
+            raise ConfigError(f"{policy_file}: {e}") from e
+        policies = merge_policies(DEFAULT_POLICIES, user)
+    result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(describe_plan(result), nl=False)
+    sys.exit(EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE)
+
+
+@click.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory.",
+)
+@reports_config_errors
+def validate(config: Path, root: Path) -> None:
+    """Check that the files, units, dropins and masks of CONFIG are on disk under ROOT.
+
+    Unit enablement is asked of the node's systemd (over D-Bus, or ``systemctl
+    --root`` for an offline root). Prints every mismatch (never file contents).
+    Exit 0 when the node matches, 1 otherwise.
+    """
+    mc = read_config(config)
+    node = Root(root)
+    systemd = connect_systemd(node, Runner())
+    try:
+        report = validate_on_disk(mc, node, systemd)
+    finally:
+        systemd.close()
+    for reason in report.reasons():
+        click.echo(reason)
+    if not report.ok:
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(
+        f"on-disk state matches {mc.name}: {report.files_checked} files, "
+        f"{report.units_checked} units checked"
+    )
+
+
+@click.command("diff")
+@click.argument("config_a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("config_b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--exit-code", is_flag=True, help="Exit 1 when the configs differ (as git diff).")
+@reports_config_errors
+def diff(config_a: Path, config_b: Path, exit_code: bool) -> None:
+    """The file-level unified diff from CONFIG_A to CONFIG_B (units, dropins, OS fields too).
+
+    Files that look secret (pull secrets, keys, certificates, kubeconfigs) are
+    shown as changed, never printed; so are SSH keys and password hashes.
+    """
+    text, differs = render_diff(read_config(config_a), read_config(config_b))
+    click.echo(text or "no differences\n", nl=False)
+    if differs and exit_code:
+        sys.exit(EXIT_BAD_INPUT)

@@ -1,0 +1,146 @@
+"""Commands that change this host, no cluster needed: once-from, pivot, firstboot, restore."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
+from mcd.agent.once import node_for, once_from
+from mcd.agent.pivot import PULLSPEC, pivot
+from mcd.agent.restore import RestoreError, restore
+from mcd.agent.transaction import UpdateError
+from mcd.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_UNRECONCILABLE,
+    fail,
+    read_config,
+    reports_config_errors,
+)
+from mcd.host.errors import HostError
+from mcd.host.journal import configure_logging
+from mcd.host.rootfs import Root
+
+
+@click.command("once-from")
+@click.argument("source")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory (created if missing).",
+)
+@click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@reports_config_errors
+def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
+    """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
+
+    Exit 0 when applied (or the reboot is queued or skipped), 2 when the change
+    cannot be applied to this node, 1 on any other failure (everything rolled back).
+    """
+    configure_logging()
+    root.mkdir(parents=True, exist_ok=True)
+    node = node_for(Root(root))
+    try:
+        outcome = once_from(source, node, skip_reboot=skip_reboot)
+    except UpdateError as e:
+        click.echo(f"error: {e}", err=True)
+        unreconcilable = str(e).startswith("can't reconcile")
+        sys.exit(EXIT_UNRECONCILABLE if unreconcilable else EXIT_BAD_INPUT)
+    finally:
+        node.effects.systemd.close()
+    click.echo(f"{outcome}: {source} applied to {root}")
+
+
+EXIT_UNCHANGED = 77
+
+
+@click.command("pivot")
+@click.argument("image", required=False)
+@click.option("-P", "--from-etc-pullspec", is_flag=True, help=f"Read the image from {PULLSPEC}.")
+@click.option("-r", "--reboot", is_flag=True, help="Reboot if the OS changed.")
+@click.option("--unchanged-exit-77", is_flag=True, help="Exit 77 when already on the image.")
+@click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), default="/", show_default=True
+)
+def pivot_command(
+    image: str | None, from_etc_pullspec: bool, reboot: bool, unchanged_exit_77: bool, root: Path
+) -> None:
+    """Force an OS pivot to IMAGE (or the pullspec file) with rpm-ostree."""
+    configure_logging()
+    if image and from_etc_pullspec:
+        fail("give an IMAGE or --from-etc-pullspec, not both")
+    node = node_for(Root(root))
+    try:
+        assert node.rpm is not None
+        result = pivot(node.root, node.rpm, image)
+        if (result.changed or result.kargs_changed) and reboot:
+            node.effects.systemd.reboot(f"pivot to {result.image}")
+    except HostError as e:
+        fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    if not result.changed and not result.kargs_changed and unchanged_exit_77:
+        sys.exit(EXIT_UNCHANGED)
+    click.echo(f"{'pivoted' if result.changed else 'unchanged'}: {result.image}")
+
+
+@click.command("firstboot-complete-machineconfig")
+@click.option("--machineconfig-file", default=ENCAPSULATED, show_default=True)
+@click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
+              show_default=True)  # fmt: skip
+@click.option("--skip-reboot", is_flag=True, help="Apply, but do not reboot.")
+@reports_config_errors
+def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bool) -> None:
+    """Apply the MachineConfig encapsulated at install time, then reboot (firstboot service)."""
+    configure_logging()
+    node = node_for(Root(root_mount))
+    try:
+        outcome = firstboot_complete(node, machineconfig_file, skip_reboot=skip_reboot)
+    except (UpdateError, HostError) as e:
+        fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    click.echo(f"{outcome}: {machineconfig_file}")
+
+
+@click.command("restore")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Restore from this MachineConfig instead of the node's currentconfig.",
+)
+@reports_config_errors
+def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None) -> None:
+    """Rewrite drifted managed files (all, or PATHS) with their exact bytes, mode and owner.
+
+    The source is the node's current config. Prints what was restored and why,
+    never the contents. Exit 0 when everything named matches afterwards.
+    """
+    configure_logging()
+    node = node_for(Root(root))
+    try:
+        config = read_config(config_file) if config_file else None
+        mc, restored, clean = restore(node, paths, config)
+    except RestoreError as e:
+        fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    for item in restored:
+        click.echo(f"restored {item.path}: was {item.problem}")
+    for path in clean:
+        click.echo(f"unchanged {path}: already matches {mc.name}")
+    if not restored and not clean:
+        click.echo(f"nothing to restore: the node matches {mc.name}")

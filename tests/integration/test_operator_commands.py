@@ -1,0 +1,148 @@
+"""``mcd diff``, ``mcd restore`` and ``mcd status``: the operator commands (issue 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcd.cli import cli
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.model.vocabulary import Annotation
+from tests.builders import file_entry, mc_doc
+from tests.fakes.kubecluster import TestCluster
+
+UNIT = "[Service]\nExecStart=/bin/true\n"
+SECRET = '{"auths":{"registry.example.com":{"auth":"c3VwZXJzZWNyZXQ="}}}'
+KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+
+
+def write(tmp: Path, doc: dict[str, object]) -> Path:
+    path = tmp / f"{doc['metadata']['name']}.json"  # type: ignore[index]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_diff_shows_text_changes_and_hides_secrets(tmp_path: Path) -> None:
+    a = write(tmp_path, mc_doc("rendered-1", files=[
+        file_entry("/etc/app.conf", "threads=4\ncache=on\n"),
+        file_entry("/var/lib/kubelet/config.json", SECRET, 0o600),
+        file_entry("/etc/pki/tls/private/node.key", KEY, 0o600),
+        file_entry("/etc/gone", "bye\n")],
+        units=[{"name": "app.service", "contents": UNIT, "enabled": True}],
+        users=[{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAold"]}]))  # fmt: skip
+    b = write(tmp_path, mc_doc("rendered-2", files=[
+        file_entry("/etc/app.conf", "threads=8\ncache=on\n", 0o640),
+        file_entry("/var/lib/kubelet/config.json", SECRET.replace("c3Vw", "bmV3"), 0o600),
+        file_entry("/etc/pki/tls/private/node.key", KEY.replace("MIIE", "MIIF"), 0o600),
+        file_entry("/etc/new", "hello\n")],
+        units=[{"name": "app.service", "contents": UNIT + "Restart=always\n", "enabled": False}],
+        users=[{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAnew"]}],
+        osImageURL="quay.io/os@sha256:bbbb"))  # fmt: skip
+    result = CliRunner().invoke(cli, ["diff", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "~ /etc/app.conf: changed (mode 0644 -> 0640)" in out
+    assert "--- a(rendered-1)/etc/app.conf\n+++ b(rendered-2)/etc/app.conf\n" in out
+    assert "-threads=4\n+threads=8\n cache=on\n" in out
+    assert "~ /var/lib/kubelet/config.json: changed (secret contents changed (not shown))" in out
+    assert "~ /etc/pki/tls/private/node.key: changed (secret contents changed (not shown))" in out
+    assert "- /etc/gone: removed" in out and "+ /etc/new: added" in out and "+hello" in out
+    assert "+Restart=always" in out and "enabled=True mask=False -> enabled=False mask=False" in out
+    assert "~ osImageURL: (none) -> quay.io/os@sha256:bbbb" in out
+    assert "user core: SSH keys changed (1 added, 1 removed; keys not shown)" in out
+    for secret in ("c3VwZXJzZWNyZXQ", "bmV3", "MIIE", "MIIF", "AAAAold", "AAAAnew", "auths"):
+        assert secret not in out
+    assert CliRunner().invoke(cli, ["diff", "--exit-code", str(a), str(b)]).exit_code == 1
+    same = CliRunner().invoke(cli, ["diff", "--exit-code", str(a), str(a)])
+    assert (same.exit_code, same.output) == (0, "no differences\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("spec: [")
+    broken = CliRunner().invoke(cli, ["diff", str(a), str(bad)])
+    assert broken.exit_code == 1 and broken.output.startswith("error: ")
+
+
+def test_restore_rewrites_drifted_files_exactly_and_says_what(
+    node_root: Path, tmp_path: Path
+) -> None:
+    doc = mc_doc("rendered-1", files=[
+        file_entry("/etc/app.conf", "threads=4\n", 0o640),
+        file_entry("/etc/other.conf", "x=1\n"),
+        file_entry("/etc/pull.json", SECRET, 0o600)])  # fmt: skip
+    source = write(tmp_path, doc)
+    runner = CliRunner()
+    applied = runner.invoke(
+        cli, ["once-from", str(source), "--root", str(node_root), "--skip-reboot"]
+    )
+    assert applied.exit_code == 0, applied.output
+    (node_root / "etc/app.conf").write_text("threads=400\n")
+    (node_root / "etc/pull.json").write_text('{"auths":{}}')
+    (node_root / "etc/pull.json").chmod(0o644)
+    result = runner.invoke(cli, ["restore", "--root", str(node_root)])
+    assert result.exit_code == 0, result.output
+    assert 'restored /etc/app.conf: was content mismatch for file "/etc/app.conf"' in result.output
+    assert "restored /etc/pull.json: was mode mismatch" in result.output
+    assert "/etc/other.conf" not in result.output
+    assert "c3VwZXJzZWNyZXQ" not in result.output and "threads" not in result.output
+    assert (node_root / "etc/app.conf").read_text() == "threads=4\n"
+    assert (node_root / "etc/app.conf").stat().st_mode & 0o777 == 0o640
+    assert (node_root / "etc/pull.json").read_text() == SECRET
+    assert (node_root / "etc/pull.json").stat().st_mode & 0o777 == 0o600
+    again = runner.invoke(cli, ["restore", "--root", str(node_root), "/etc/app.conf"])
+    assert again.stdout == "unchanged /etc/app.conf: already matches rendered-1\n"
+    unknown = runner.invoke(cli, ["restore", "--root", str(node_root), "/etc/passwd"])
+    assert unknown.exit_code == 1 and "not managed by rendered-1: /etc/passwd" in unknown.output
+    assert (node_root / "etc/passwd").read_text().startswith("root:")
+
+
+def test_restore_without_a_current_config_says_so(node_root: Path) -> None:
+    result = CliRunner().invoke(cli, ["restore", "--root", str(node_root)])
+    assert result.exit_code == 1
+    assert (
+        "no current config: /etc/machine-config-daemon/currentconfig does not exist"
+        in result.output
+    )
+
+
+def test_status_shows_state_reason_pending_plan_and_events(kube_cluster: TestCluster) -> None:
+    one = kube_cluster.name("rendered-worker-1")
+    two = kube_cluster.name("rendered-worker-2")
+    kube_cluster.create(MACHINECONFIGS, mc_doc(one, files=[file_entry("/etc/a", "1")]))
+    kube_cluster.create(
+        MACHINECONFIGS, mc_doc(two, files=[file_entry("/etc/a", "2"), file_entry("/etc/b", "3")])
+    )
+    reason = (
+        f'unexpected on-disk state validating against {one}: content mismatch for file "/etc/a"'
+    )
+    node = kube_cluster.node("node", {Annotation.CURRENT_CONFIG: one, Annotation.DESIRED_CONFIG: two,
+                                      Annotation.STATE: "Degraded", Annotation.REASON: reason})  # fmt: skip
+    kube_cluster.create("/api/v1/namespaces/default/events", {
+        "metadata": {"name": f"{node}.1"}, "involvedObject": {"kind": "Node", "name": node},
+        "reason": "ConfigDriftDetected", "message": reason, "type": "Warning",
+        "lastTimestamp": "2026-11-21T10:00:00Z"})  # fmt: skip
+    args = [
+        "status",
+        "--node",
+        node,
+        "--kubeconfig",
+        str(kube_cluster.kubeconfig),
+        "--namespace",
+        "default",
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert f"State:           Degraded\nReason:          {reason}\n" in out
+    assert f"Current config:  {one}\nDesired config:  {two}\n" in out
+    assert (
+        f"Pending update:  {one} -> {two}: cost reboot, reboot yes, drain yes; files 1 added, 1 changed, 0 removed"
+        in out
+    )
+    assert f"Warning ConfigDriftDetected: {reason}" in out
+    as_json = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert as_json["state"] == "Degraded" and as_json["plan"]["files"]["added"] == ["/etc/b"]
+    missing = CliRunner().invoke(
+        cli, ["status", "--node", "nope", "--kubeconfig", str(kube_cluster.kubeconfig)]
+    )
+    assert missing.exit_code == 1 and "cannot read node nope: 404" in missing.output
