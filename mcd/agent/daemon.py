@@ -114,7 +114,9 @@ class Agent:
         status = NodeStatus(writer, self.metrics)
         drainer: Drainer
         if options.drain_mode == "controller":
-            drainer = ControllerDrainer(writer, events, timeout=options.drain_timeout)
+            drainer = ControllerDrainer(
+                writer, events, timeout=options.drain_timeout, poll_interval=1.0
+            )
         else:
             drainer = SelfDrainer(
                 self.kube, writer, events, timeout=options.drain_timeout,

@@ -20,6 +20,7 @@ from tests.fakes.apiserver import FakeApiServer
 
 Obj = dict[str, Any]
 TEST_LABEL = {"mcd-test": "true"}
+TEST_USER_AGENT = "mcd-tests"
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -53,6 +54,7 @@ class TestCluster:
             self.fake = FakeApiServer().start()
             self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url)
         self.kube = Kube(load_client(str(self.kubeconfig)))
+        self.kube.api.user_agent = TEST_USER_AGENT  # tell the tests' requests from the agent's
         self.suffix = uuid.uuid4().hex[:6]
         self._cleanup: list[tuple[str, str]] = []
 

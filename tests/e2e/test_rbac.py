@@ -1,0 +1,95 @@
+"""The ClusterRole in ``daemonset/02-rbac.yaml`` is exactly what ``mcd start`` uses: every request
+the agent makes in the e2e scenarios (both drain modes) is recorded by the API server and
+compared with the rules, both ways (issue 7)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import yaml
+
+from mcd.cluster.api import USER_AGENT
+from mcd.cluster.node import annotations_of
+from mcd.model.vocabulary import Annotation
+from tests.e2e.configs import worker
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.harness import create_config
+from tests.e2e.test_agent import boot_on
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.kubecluster import TestCluster
+
+RBAC = Path(__file__).resolve().parents[2] / "daemonset" / "02-rbac.yaml"
+Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def granted() -> set[Permission]:
+    role = next(d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole")
+    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
+            for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
+
+
+def permission(method: str, path: str, verb: str) -> Permission:
+    parts = [p for p in path.split("/") if p]
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+    return group, resource, verb
+
+
+def used(fake: FakeApiServer) -> set[Permission]:
+    return {permission(r.method, r.path, r.verb) for r in fake.requests
+            if r.user_agent.startswith(USER_AGENT) and r.path.startswith(("/api/", "/apis/"))}  # fmt: skip
+
+
+def test_cluster_role_covers_exactly_what_the_agent_does(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    # self drain: boot, a missing MachineConfig, a drain of a real pod, a reboot, drift
+    node = make_node()
+    boot_on(node, kube_cluster)
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "web-0", node.name)
+    new = kube_cluster.name("rendered-worker-2")
+    node.set_desired(new)
+    node.wait_state("Degraded")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.wait_reboot()
+    node.reboot()
+    node.wait_state("Done", new)
+    node.path("/etc/app/app.conf").write_text("drifted\n")
+    node.wait_state("Degraded")
+
+    # controller drain: the test plays the drain controller, echoing desiredDrain
+    other = make_node("ctl", drain_mode="controller")
+    stop = threading.Event()
+
+    def controller() -> None:
+        while not stop.wait(0.05):
+            a = annotations_of(kube_cluster.get_node(other.name))
+            wanted = a.get(Annotation.DESIRED_DRAIN, "")
+            if wanted and a.get(Annotation.LAST_APPLIED_DRAIN) != wanted:
+                kube_cluster.annotate(other.name, {Annotation.LAST_APPLIED_DRAIN: wanted})
+
+    echo = threading.Thread(target=controller, daemon=True)
+    echo.start()
+    try:
+        boot_on(other, kube_cluster, "rendered-ctl-1")
+        target = kube_cluster.name("rendered-ctl-2")
+        create_config(kube_cluster, worker(target, app="threads=8\n"))
+        other.set_desired(target)
+        other.wait_reboot()
+        assert other.annotations()[Annotation.LAST_APPLIED_DRAIN] == f"drain-{target}"
+        other.reboot()
+        other.wait_state("Done", target)
+        other.wait_for(
+            lambda: other.annotations().get(Annotation.LAST_APPLIED_DRAIN) == f"uncordon-{target}"
+        )
+    finally:
+        stop.set()
+        echo.join(5)
+
+    recorded = used(fake_api)
+    assert recorded - granted() == set(), "the agent made requests the ClusterRole does not allow"
+    assert granted() - recorded == set(), "the ClusterRole allows requests the agent never makes"
