@@ -39,11 +39,12 @@ def reason_strings() -> dict[str, str]:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 if node.func.id == "unexpected_state" and len(node.args) == 2:
                     texts.append(node.args[1])
-            elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "message" for t in node.targets
+            elif (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "message" for t in node.targets)
+            ) or (
+                isinstance(node, ast.Return) and path.name in RETURNED and node.value is not None
             ):
-                texts.append(node.value)
-            elif isinstance(node, ast.Return) and path.name in RETURNED and node.value is not None:
                 texts.append(node.value)
             for text in texts:
                 lead = _lead(text)
