@@ -39,17 +39,16 @@ def reason_strings() -> dict[str, str]:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 if node.func.id == "unexpected_state" and len(node.args) == 2:
                     texts.append(node.args[1])
-            elif (
-                isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == "message" for t in node.targets)
-            ) or (
-                isinstance(node, ast.Return) and path.name in RETURNED and node.value is not None
-            ):
+            elif isinstance(node, ast.Assign):
+                if any(isinstance(t, ast.Name) and t.id == "message" for t in node.targets):
+                    texts.append(node.value)
+            elif isinstance(node, ast.Return) and node.value and path.name in RETURNED:
                 texts.append(node.value)
             for text in texts:
                 lead = _lead(text)
                 if lead is not None and len(lead.strip()) >= MIN_LEN:
-                    found.setdefault(lead.strip(), f"{path.relative_to(MCD.parent)}:{node.lineno}")
+                    line = getattr(node, "lineno", 0)
+                    found.setdefault(lead.strip(), f"{path.relative_to(MCD.parent)}:{line}")
     return found
 
 
