@@ -43,6 +43,20 @@ def boot_on(
     return name
 
 
+def blocked_update(node: AgentNode, cluster: TestCluster) -> tuple[str, str]:
+    """Boot the node, then start a reboot-needing update whose drain a budget blocks;
+    returns (namespace, new config) once the node's reason names the budget."""
+    boot_on(node, cluster)
+    ns = cluster.namespace()
+    cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = cluster.name("rendered-worker-2")
+    create_config(cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
+    return ns, new
+
+
 def test_rebootless_update_of_pull_secret_and_ssh_key(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
@@ -205,14 +219,7 @@ def test_drain_blocked_by_a_budget_names_pod_and_budget_then_completes(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    boot_on(node, kube_cluster)
-    ns = kube_cluster.namespace()
-    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
-    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
-    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
+    ns, new = blocked_update(node, kube_cluster)
     reason = node.reason()
     assert f"{ns}/db-0" in reason and f"PodDisruptionBudget {ns}/db-pdb" in reason
     assert node.state() == "Working"
@@ -228,14 +235,7 @@ def test_api_server_restarts_in_the_middle_of_an_update(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
     node = make_node()
-    boot_on(node, kube_cluster)
-    ns = kube_cluster.namespace()
-    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
-    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
-    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "the drain to be under way")
+    ns, new = blocked_update(node, kube_cluster)
     fake_api.restart(compact=True)  # watches cut, history compacted (410 on resume)
     kube_cluster.set_min_available(ns, "db-pdb", 0)
     node.wait_reboot(timeout=30)
@@ -275,14 +275,7 @@ def test_sigterm_during_an_update_waits_for_the_update_step(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    boot_on(node, kube_cluster)
-    ns = kube_cluster.namespace()
-    kube_cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
-    kube_cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
-    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "the drain to be under way")
+    ns, _new = blocked_update(node, kube_cluster)
     assert node.proc is not None
     node.proc.send_signal(signal.SIGTERM)
     node.wait_for(lambda: bool(node.events("GotSigtermDuringUpdate")), 10, "GotSigtermDuringUpdate")
