@@ -52,3 +52,13 @@ def read_config(path: Path) -> MachineConfig:
         return load_machine_config(data, default_name=path.stem)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from e
+
+
+existing_root = click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory.",
+)
+"""``--root DIR`` for commands that read or repair an existing node root."""

@@ -12,6 +12,7 @@ from mcd.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
     EXIT_UNRECONCILABLE,
+    existing_root,
     read_config,
     reports_config_errors,
 )
@@ -64,13 +65,7 @@ def plan(
 
 @click.command()
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default="/",
-    show_default=True,
-    help="The node's root directory.",
-)
+@existing_root
 @reports_config_errors
 def validate(config: Path, root: Path) -> None:
     """Check that the files, units, dropins and masks of CONFIG are on disk under ROOT.

@@ -15,6 +15,7 @@ from mcd.agent.transaction import UpdateError
 from mcd.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_UNRECONCILABLE,
+    existing_root,
     fail,
     read_config,
     reports_config_errors,
@@ -109,13 +110,7 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
 
 @click.command("restore")
 @click.argument("paths", nargs=-1)
-@click.option(
-    "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default="/",
-    show_default=True,
-    help="The node's root directory.",
-)
+@existing_root
 @click.option(
     "--config",
     "config_file",
