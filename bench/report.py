@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,9 +24,11 @@ def main() -> None:
         bench_drain(),
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        rows.append(bench_update_latency(Path(tmp) / "latency"))
+        rows.append(bench_update_latency(Path(tmp) / "latency-100", files=100))
+        rows.append(bench_update_latency(Path(tmp) / "latency-1000", files=1000, rounds=3))
         rows.extend(bench_idle(Path(tmp) / "idle"))
     print_table(rows)
+    sys.exit(0 if all(r.passed for r in rows) else 1)
 
 
 if __name__ == "__main__":

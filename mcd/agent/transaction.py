@@ -36,6 +36,7 @@ from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
+from mcd.model.validate import readonly_usr_paths
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
@@ -129,10 +130,21 @@ class Transaction:
     def run(self) -> Outcome:
         if not self.plan.reconcilable:
             raise UpdateError(self.plan.reason)
+        if self.node.root.exists(OSTREE_BOOTED):
+            readonly = readonly_usr_paths(self.new.ignition)
+            if readonly:
+                raise UpdateError(
+                    f"ignition file {readonly[0]} is on the read-only /usr of an ostree system "
+                    "(only /usr/local is writable)"
+                )
         if self.preflight:
             report = validate_on_disk(self.old, self.node.root, self.node.effects.systemd)
             if not report.ok:
                 raise UpdateError(report.reasons()[0])
+        try:
+            self.node.effects.check_targets(self.new.ignition)
+        except HostError as e:
+            raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
         self.entry.boot_id = self.node.boot_id()
         self.journal.begin(self.entry, self.old_doc, self.new_doc)
@@ -154,7 +166,10 @@ class Transaction:
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
-            self.rollback()
+            try:
+                self.rollback()
+            except UpdateError as undo:
+                raise UpdateError(f"{reason}; {undo}", current) from e
             raise UpdateError(reason, current) from e
 
     def _steps(self) -> list[tuple[Step, Callable[[], None]]]:

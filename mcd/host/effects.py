@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Iterable, Sequence
 
 from mcd.host import files as file_writer
-from mcd.host import stale, users
+from mcd.host import fsops, stale, users
 from mcd.host.accounts import Accounts
 from mcd.host.backups import Backups, PackageDatabase
+from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from mcd.host.systemd import SystemdManager
 from mcd.host.units import UnitWriter
 from mcd.model.ignition import File, IgnitionConfig, Unit, User
+from mcd.model.vocabulary import dropin_path, unit_path
 
 
 class HostEffects:
@@ -23,6 +26,24 @@ class HostEffects:
         self.systemd = systemd
         self.runner = runner or Runner()
         self.backups = Backups(root, PackageDatabase(root, self.runner))
+
+    def check_targets(self, cfg: IgnitionConfig) -> None:
+        """Refuse, before anything is written, a config whose targets the node cannot take:
+        a parent symlink leading out of the root or in a loop, or an owner it does not know."""
+        paths = [f.path for f in cfg.files]
+        for unit in cfg.units:
+            paths.append(unit_path(unit.name))
+            paths.extend(dropin_path(unit.name, d.name) for d in unit.dropins)
+        for path in paths:
+            try:
+                fsops.target_path(self.root, path)
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise
+                raise HostError(f"refusing to write {path}: too many levels of symlinks") from e
+        accounts = Accounts(self.root)
+        for file in cfg.files:
+            accounts.ownership(file)
 
     def write_files(
         self,

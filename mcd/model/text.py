@@ -12,4 +12,6 @@ def goquote(s: str) -> str:
 
 def gooctal(n: int) -> str:
     """Format like Go's ``%#o``: ``0644``, ``04777``, ``0``."""
+    if n < 0:
+        return "-" + gooctal(-n)
     return "0" + format(n, "o") if n else "0"

@@ -25,6 +25,11 @@ UNIT_SUFFIXES = frozenset(
     }
 )  # fmt: skip
 HASH_FUNCTIONS = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
+# Kernel filesystems: a file there is a kernel knob or a device, never a config file
+# (``/proc/sysrq-trigger`` would reboot the node as it is "written").
+KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
+# On an ostree system /usr is a read-only bind mount; /usr/local links to /var/usrlocal.
+WRITABLE_USR = "/usr/local"
 
 
 def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
@@ -50,7 +55,20 @@ def path_problem(path: str) -> str | None:
         return f"path contains a '..' segment: {goquote(path)}"
     if "\x00" in path:
         return f"path contains a NUL byte: {goquote(path)}"
+    top = "/" + path.split("/")[1]
+    if top in KERNEL_FILESYSTEMS:
+        return f"path {goquote(path)} is on the kernel filesystem {top}"
     return None
+
+
+def readonly_usr_paths(cfg: IgnitionConfig) -> list[str]:
+    """Targets under ``/usr`` (but ``/usr/local``): read-only on an ostree system."""
+    files = cfg.files
+    return [f.path for f in files if _under(f.path, "/usr") and not _under(f.path, WRITABLE_USR)]
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
 
 
 def _field(prefix: str, rest: str) -> str:

@@ -1,0 +1,73 @@
+"""An in-memory systemd manager for in-process tests that apply thousands of configs:
+unit-file states in a dict, every call recorded, no subprocess and no bus. Masking
+does what systemd does on disk: ``/etc/systemd/system/<unit>`` becomes a symlink to
+``/dev/null`` (and unmasking removes that symlink)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from mcd.host.systemd import NOT_FOUND
+
+
+class MemorySystemd:
+    live = True
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.states: dict[str, str] = {}
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def _set(self, verb: str, units: Sequence[str], state: str) -> None:
+        self.calls.append((verb, tuple(units)))
+        for unit in units:
+            self.states[unit] = state
+
+    def unit_file_state(self, unit: str) -> str:
+        return self.states.get(unit, NOT_FOUND)
+
+    def unit_files(self) -> set[str]:
+        return set(self.states)
+
+    def enable(self, units: Sequence[str]) -> None:
+        self._set("enable", units, "enabled")
+
+    def disable(self, units: Sequence[str]) -> None:
+        self._set("disable", units, "disabled")
+
+    def preset(self, units: Sequence[str]) -> None:
+        self._set("preset", units, "enabled")
+
+    def mask(self, units: Sequence[str]) -> None:
+        self._set("mask", units, "masked")
+        for unit in units:
+            link = self.root / "etc/systemd/system" / unit
+            with contextlib.suppress(FileNotFoundError):
+                link.unlink()
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to("/dev/null")
+
+    def unmask(self, units: Sequence[str]) -> None:
+        self._set("unmask", units, "disabled")
+        for unit in units:
+            link = self.root / "etc/systemd/system" / unit
+            if link.is_symlink() and os.readlink(link) == "/dev/null":
+                link.unlink()
+
+    def daemon_reload(self) -> None:
+        self.calls.append(("daemon-reload", ()))
+
+    def reload(self, unit: str) -> None:
+        self.calls.append(("reload", (unit,)))
+
+    def restart(self, unit: str) -> None:
+        self.calls.append(("restart", (unit,)))
+
+    def reboot(self, rationale: str) -> None:
+        self.calls.append(("reboot", ()))
+
+    def close(self) -> None:
+        return None
