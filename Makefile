@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit bench format
+.PHONY: demo lint test unit bench faults scale format
 
 demo:
 	rm -rf build/demo-root
@@ -21,6 +21,15 @@ unit:
 
 bench:
 	$(BIN)/python -m bench.report
+
+# Every fault against every update kind, the bad-input corpus and 10,000 generated configs;
+# the test suite runs a reduced matrix and 2,000 configs.
+faults:
+	MCD_FAULTS=full MCD_GENERATED_CONFIGS=10000 $(BIN)/pytest -p no:cacheprovider -q \
+		tests/faults tests/integration/test_bad_corpus.py tests/integration/test_generated_configs.py
+
+scale:
+	$(BIN)/python -m bench.scale
 
 test: lint unit bench
 

@@ -280,15 +280,17 @@ class Transaction:
         rationale = f"Node will reboot into config {self.new.name}"
         if self.before_reboot is not None:
             self.before_reboot(rationale)
+        failpoints.reach("reboot")
         try:
             self.node.effects.systemd.reboot(rationale)
         except SystemdError as e:
-            if committed:
-                raise UpdateError(
-                    f"reboot command failed, something is seriously wrong: {e}", "reboot"
-                ) from e
+            # Roll back whether or not the config was committed: a node that cannot reboot
+            # stays exactly on its old config (upstream leaves the new files in place).
             self.entry.phase = Phase.ROLLING_BACK
-            self.journal.save(self.entry)
+            if committed:  # the journal was cleared at the commit: the rollback needs it back
+                self.journal.begin(self.entry, self.old_doc, self.new_doc)
+            else:
+                self.journal.save(self.entry)
             self.rollback()
             raise UpdateError(
                 f"reboot command failed, something is seriously wrong: {e}", "reboot"
@@ -314,6 +316,12 @@ class Transaction:
                     errors.append(f"error rolling back {step}: {e}")
         if errors:
             raise UpdateError("; ".join(errors))
+        try:  # a rollback after the commit (the reboot could not be requested) un-promotes
+            promoted = self.node.root.read_bytes(CURRENT_CONFIG_PATH) == self.new_doc
+        except (OSError, HostError):
+            promoted = False
+        if promoted:
+            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc)
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)
 

@@ -47,8 +47,11 @@ def write_files(
         prepared.append((file, data, accounts.ownership(file)))
     for count, (file, data, owner) in enumerate(prepared, 1):
         log.info("Writing file %s", goquote(file.path))
-        backups.preserve(file.path)
-        fsops.write_file(root, file.path, data, file.effective_mode, owner)
-        if on_written is not None:
-            on_written(count)
+        try:
+            backups.preserve(file.path)
+            fsops.write_file(root, file.path, data, file.effective_mode, owner)
+            if on_written is not None:
+                on_written(count)
+        except OSError as e:  # ENOSPC, EROFS, EDQUOT...: name the file, not just the errno
+            raise HostError(f"failed to write file {goquote(file.path)}: {e.strerror or e}") from e
     return len(prepared)

@@ -114,14 +114,31 @@ def parse_status(text: str) -> Status:
     return Status(tuple(deployments), data.get("transaction"))
 
 
+RETRY_ENV = "MCD_REBASE_RETRY_SECONDS"
+
+
 @dataclass
 class Retry:
-    """Upstream's rebase retry: 10 s doubling up to 60 s, 7 tries."""
+    """Upstream's rebase retry: 10 s doubling up to 60 s, 7 tries.
+
+    ``MCD_REBASE_RETRY_SECONDS`` sets the first delay (the cap stays six times it),
+    for registries known to be slow, and for tests.
+    """
 
     attempts: int = 7
     initial: float = 10.0
     maximum: float = 60.0
     sleep: Callable[[float], None] = field(default=time.sleep)
+
+    @classmethod
+    def from_env(cls) -> Retry:
+        value = os.environ.get(RETRY_ENV, "")
+        try:
+            initial = float(value) if value else 10.0
+        except ValueError:
+            log.warning("Ignoring %s=%r: not a number of seconds", RETRY_ENV, value)
+            initial = 10.0
+        return cls(initial=initial, maximum=initial * 6)
 
 
 class RpmOstree:
@@ -130,7 +147,7 @@ class RpmOstree:
     ) -> None:
         self.root = root
         self.runner = runner or Runner(env={**os.environ, "RPMOSTREE_CLIENT_ID": CLIENT_ID})
-        self.retry = retry or Retry()
+        self.retry = retry or Retry.from_env()
 
     def _run(self, *args: str) -> CommandResult:
         argv = ["rpm-ostree", *args]

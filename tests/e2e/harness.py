@@ -98,6 +98,7 @@ class AgentNode:
         self.log_path = workdir / "agent.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.base_env: dict[str, str] = {}  # for every start of this node's agent
 
     # -- the node's host -------------------------------------------------------------------
 
@@ -111,6 +112,7 @@ class AgentNode:
             PYTHONUNBUFFERED="1",
             PYTHONPATH=str(REPO),
         )
+        env.update(self.base_env)
         env.update(extra)
         return env
 

@@ -117,6 +117,9 @@ class SystemdBus:
     def fail_method(self, member: str, error: str = "org.freedesktop.DBus.Error.Failed") -> None:
         self._update_faults("methods", member, error)
 
+    def clear_faults(self) -> None:
+        (self.state / "faults.json").write_text("{}")
+
     def _update_faults(self, kind: str, key: str, value: str) -> None:
         path = self.state / "faults.json"
         faults = json.loads(path.read_text()) if path.exists() else {}

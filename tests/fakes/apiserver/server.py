@@ -54,11 +54,19 @@ class Fault:
     status: int
     match: Callable[[str, str], bool]
     remaining: int
+    user_agent: str = ""  # only requests whose User-Agent starts with this
+
+
+@dataclass
+class Trigger:
+    match: Callable[[str, str, bytes], bool]
+    action: Callable[[], None]
 
 
 @dataclass
 class Faults:
     rules: list[Fault] = field(default_factory=list)
+    triggers: list[Trigger] = field(default_factory=list)
     delay: float = 0.0
 
 
@@ -139,10 +147,28 @@ class FakeApiServer:
             self.store.changed.notify_all()
 
     def fail_next(
-        self, count: int = 1, status: int = 500, match: Callable[[str, str], bool] | None = None
+        self,
+        count: int = 1,
+        status: int = 500,
+        match: Callable[[str, str], bool] | None = None,
+        user_agent: str = "",
     ) -> None:
-        """Answer the next ``count`` matching requests (method, path) with ``status``."""
-        self.faults.rules.append(Fault(status, match or (lambda _m, _p: True), count))
+        """Answer the next ``count`` matching requests (method, path) with ``status``; with
+        ``user_agent``, only requests from that client (e.g. the agent, not the test)."""
+        self.faults.rules.append(Fault(status, match or (lambda _m, _p: True), count, user_agent))
+
+    def when(self, match: Callable[[str, str, bytes], bool], action: Callable[[], None]) -> None:
+        """Run ``action`` in a thread of its own, once, when a request matches (method, path,
+        body): e.g. restart the server the moment an agent reports ``Working``."""
+        with self._lock:
+            self.faults.triggers.append(Trigger(match, action))
+
+    def _fire(self, method: str, path: str, body: bytes) -> None:
+        with self._lock:
+            fired = [t for t in self.faults.triggers if t.match(method, path, body)]
+            self.faults.triggers = [t for t in self.faults.triggers if t not in fired]
+        for trigger in fired:
+            threading.Thread(target=trigger.action, daemon=True).start()
 
     def _drop_all(self) -> None:
         with self._lock:
@@ -244,10 +270,16 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._lock:
             self.fake.requests.append(req)
         body = self._body()
+        if self.fake.faults.triggers:
+            self.fake._fire(method, split.path, body)
         if self.fake.faults.delay:
             time.sleep(self.fake.faults.delay)
         for rule in self.fake.faults.rules:
-            if rule.remaining > 0 and rule.match(method, split.path):
+            if (
+                rule.remaining > 0
+                and req.user_agent.startswith(rule.user_agent)
+                and rule.match(method, split.path)
+            ):
                 rule.remaining -= 1
                 req.status = rule.status
                 self._send(
