@@ -147,6 +147,7 @@ class Agent:
     # -- inputs, from other threads ------------------------------------------------------
 
     def _on_node(self, node: Obj) -> None:
+        self.ctx.writer.observe(node)
         key = wake_key(node)
         with self._cond:
             self._node = node

@@ -38,7 +38,7 @@ class NodeStatus:
     def working(self) -> None:
         """``state=Working``, unless the node is Degraded or Unreconcilable (it stays so
         while it retries, as upstream)."""
-        if node_state(self.writer.get()) in (NodeState.DEGRADED, NodeState.UNRECONCILABLE):
+        if node_state(self.writer.current()) in (NodeState.DEGRADED, NodeState.UNRECONCILABLE):
             return
         self.writer.set_annotations({Annotation.STATE: NodeState.WORKING})
         self.metrics.set_state(NodeState.WORKING)

@@ -122,7 +122,7 @@ class SelfDrainer:
         return self.writer.node_name
 
     def cordon(self, config_name: str) -> None:
-        node = self.writer.get()
+        node = self.writer.current()
         if (node.get("spec") or {}).get("unschedulable") and CORDONED_BY not in annotations_of(
             node
         ):
@@ -216,7 +216,7 @@ class SelfDrainer:
         return False
 
     def uncordon(self, config_name: str) -> None:
-        node = self.writer.get()
+        node = self.writer.current()
         if CORDONED_BY not in annotations_of(node):
             if (node.get("spec") or {}).get("unschedulable"):
                 log.info("Leaving node %s cordoned: mcd did not cordon it", self.node_name)

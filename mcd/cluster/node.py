@@ -1,5 +1,9 @@
 """Writes to the agent's own Node: annotations and cordon, through one serialised writer.
 
+The writer keeps the last Node it saw (from its own PATCH responses and, in the agent,
+from the Node watch), as upstream's informer cache: a write starts from that copy with no
+GET; a stale copy costs one 409, after which the Node is read afresh.
+
 Each write reads the Node, skips the request when nothing would change, and
 sends a JSON merge patch that carries the resourceVersion it read: if the Node
 changed meanwhile the server answers 409 and the write is redone on the fresh
@@ -38,9 +42,21 @@ class NodeWriter:
         self.retries = retries
         self._lock = threading.Lock()
         self.patches = 0
+        self._cached: Obj | None = None
 
     def get(self) -> Obj:
-        return self.kube.request("GET", node_path(self.node_name))
+        """The Node as the API server has it now (a request)."""
+        node = self.kube.request("GET", node_path(self.node_name))
+        self._cached = node
+        return node
+
+    def current(self) -> Obj:
+        """The last Node seen (no request), or a fresh one when none was seen yet."""
+        return self._cached if self._cached is not None else self.get()
+
+    def observe(self, node: Obj) -> None:
+        """A newer Node from the watch."""
+        self._cached = node
 
     def set_annotations(self, values: Mapping[str, str | None]) -> Obj:
         """Set (or, with ``None``, remove) annotations; no request when already so."""
@@ -77,7 +93,7 @@ class NodeWriter:
     def _update(self, change: Callable[[Obj], Obj | None]) -> Obj:
         with self._lock:
             for attempt in range(self.retries):
-                node = self.get()
+                node = self.current() if attempt == 0 else self.get()
                 patch = change(node)
                 if patch is None:
                     return node
@@ -86,9 +102,11 @@ class NodeWriter:
                 ]
                 try:
                     self.patches += 1
-                    return self.kube.request(
+                    updated = self.kube.request(
                         "PATCH", node_path(self.node_name), body=patch, content_type=MERGE_PATCH
                     )
+                    self._cached = updated
+                    return updated
                 except ApiError as e:
                     if e.status != 409:
                         raise ApiError(

@@ -11,6 +11,7 @@ never listed cluster-wide.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,9 +97,11 @@ class NodeWatch:
             "fieldSelector": self.selector,
             "resourceVersion": self.resource_version,
             "allowWatchBookmarks": True,
-            "timeoutSeconds": self.watch_seconds,
+            # jittered like client-go's reflector (5-10 min): 5,000 agents started together
+            # must not all come back to the API server in the same second
+            "timeoutSeconds": int(self.watch_seconds * (1 + random.random())),
         }
-        for event in self.kube.stream(NODES, query, timeout=self.watch_seconds + 30):
+        for event in self.kube.stream(NODES, query, timeout=2 * self.watch_seconds + 30):
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:

@@ -122,7 +122,12 @@ class Backups:
         if keep:
             log.info("Not removing file %s: %s", goquote(path), keep)
             return
-        if fsops.remove(self._root, path):
+        try:
+            removed = fsops.remove_file(self._root, path)
+        except IsADirectoryError:
+            log.warning("Not removing stale file %s: a directory is there", goquote(path))
+            return
+        if removed:
             log.info("Removed stale file %s", goquote(path))
         else:
             log.warning("Stale file %s was already gone", goquote(path))

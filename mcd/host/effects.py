@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Callable, Iterable, Sequence
 
 from mcd.host import files as file_writer
@@ -36,11 +37,13 @@ class HostEffects:
             paths.extend(dropin_path(unit.name, d.name) for d in unit.dropins)
         for path in paths:
             try:
-                fsops.target_path(self.root, path)
+                host_path = fsops.target_path(self.root, path)
             except OSError as e:
                 if e.errno != errno.ELOOP:
                     raise
                 raise HostError(f"refusing to write {path}: too many levels of symlinks") from e
+            if os.path.isdir(host_path) and not os.path.islink(host_path):
+                raise HostError(f"cannot write file {path}: a directory is in the way")
         accounts = Accounts(self.root)
         for file in cfg.files:
             accounts.ownership(file)

@@ -191,6 +191,16 @@ def remove(root: Root, node_path: str) -> bool:
     return existed
 
 
+def remove_file(root: Root, node_path: str) -> bool:
+    """Remove a file or symlink (``rm -f``); False when nothing was there. A directory found
+    there raises ``IsADirectoryError``: a path a config named as a file never makes mcd
+    delete a tree."""
+    host_path = target_path(root, node_path)
+    if os.path.isdir(host_path) and not os.path.islink(host_path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), node_path)
+    return remove(root, node_path)
+
+
 def _remove_any(host_path: str) -> bool:
     try:
         st = os.lstat(host_path)

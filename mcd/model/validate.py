@@ -55,6 +55,8 @@ def path_problem(path: str) -> str | None:
         return f"path contains a '..' segment: {goquote(path)}"
     if "\x00" in path:
         return f"path contains a NUL byte: {goquote(path)}"
+    if path.endswith("/"):
+        return f"path must name a file, not a directory: {goquote(path)}"
     top = "/" + path.split("/")[1]
     if top in KERNEL_FILESYSTEMS:
         return f"path {goquote(path)} is on the kernel filesystem {top}"

@@ -277,10 +277,16 @@ def test_rpm_ostree_rebase_keeps_failing(kind: str, cell_for: Callable[[str], Ce
 
 
 @pytest.mark.parametrize("kind", kinds(("rebootless",), "rebootless"))
-def test_dbus_reload_fails(kind: str, cell_for: Callable[[str], Cell]) -> None:
+@pytest.mark.parametrize("how", ["job", "call"])
+def test_dbus_reload_fails(kind: str, how: str, cell_for: Callable[[str], Cell]) -> None:
+    """crio's reload fails: its job ends ``failed``, or systemd refuses the D-Bus call."""
     c = cell_for(kind)
-    c.node.bus.fail_job("crio.service")
-    _old_then_target(c, REASONS["crio"], c.node.bus.clear_faults, "D-Bus reload job fails")
+    if how == "job":
+        c.node.bus.fail_job("crio.service")
+    else:
+        c.node.bus.fail_method("ReloadUnit")
+    label = "D-Bus reload job fails" if how == "job" else "D-Bus ReloadUnit call fails"
+    _old_then_target(c, REASONS[f"crio-{how}"], c.node.bus.clear_faults, label)
 
 
 @pytest.mark.parametrize("kind", kinds(("reboot", "os"), "reboot"))
@@ -345,7 +351,11 @@ REASONS = {
         "rpm-ostree rebase --experimental ostree-unverified-registry:quay.io/openshift/os@sha256:"
         "bbbb: error: Pulling image: manifest unknown: exit status 1"
     ),
-    "crio": (
+    "crio-call": (
+        "could not apply update: reloading crio.service configuration failed. Error: "
+        "ReloadUnit: org.freedesktop.DBus.Error.Failed: injected failure of ReloadUnit"
+    ),
+    "crio-job": (
         "could not apply update: reloading crio.service configuration failed. Error: "
         "reloading crio.service failed: job result 'failed'"
     ),

@@ -15,6 +15,7 @@ import json
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,8 +99,12 @@ class FakeApiServer:
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
         self._drop_generation = 0
+        self._end_generation = 0
         self._lock = threading.Lock()
         self.max_watch_seconds = 300.0
+        self.open_watches = 0
+        self.peak_watches = 0
+        self.watching: Counter[str] = Counter()  # open watch streams per User-Agent
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -143,6 +148,13 @@ class FakeApiServer:
     def drop_watches(self) -> None:
         """End every open watch abruptly, as a load balancer or an API server rollout would."""
         self._drop_generation += 1
+        with self.store.lock:
+            self.store.changed.notify_all()
+
+    def end_watches(self) -> None:
+        """End every open watch cleanly (the terminating chunk), as the server's own watch
+        timeout does: clients resume from their last resourceVersion."""
+        self._end_generation += 1
         with self.store.lock:
             self.store.changed.notify_all()
 
@@ -444,6 +456,12 @@ class _Watch:
         h.send_header("Transfer-Encoding", "chunked")
         h.end_headers()
         epoch, generation = store.epoch, self.fake._drop_generation
+        ending = self.fake._end_generation
+        agent = h.headers.get("User-Agent", "")
+        with self.fake._lock:
+            self.fake.open_watches += 1
+            self.fake.watching[agent] += 1
+            self.fake.peak_watches = max(self.fake.peak_watches, self.fake.open_watches)
         try:
             if self.rv_text in ("", "0"):
                 items, rv = store.select(self.res, self.namespace, self._match)
@@ -476,9 +494,13 @@ class _Watch:
                         "metadata": {"resourceVersion": str(rv)},
                     })  # fmt: skip
                     last_bookmark = now
-                if now >= self.deadline:
+                if now >= self.deadline or self.fake._end_generation != ending:
                     break
             h.wfile.write(b"0\r\n\r\n")
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             h.close_connection = True
+        finally:
+            with self.fake._lock:
+                self.fake.open_watches -= 1
+                self.fake.watching[agent] -= 1
