@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,10 @@ class SystemdBus:
         self.state = workdir / "systemd1"
         self.state.mkdir(parents=True, exist_ok=True)
         self.socket = workdir / "system_bus_socket"
+        self._short_dir: str | None = None
+        if len(str(self.socket)) > 80:  # sun_path holds 108 bytes: deep pytest dirs overflow
+            self._short_dir = tempfile.mkdtemp(prefix="mcd-bus-")
+            self.socket = Path(self._short_dir) / "system_bus_socket"
         self.address = f"unix:path={self.socket}"
         self._bus_pid: int | None = None
         self._fake: subprocess.Popen[bytes] | None = None
@@ -102,6 +108,8 @@ class SystemdBus:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._bus_pid, signal.SIGTERM)
             self._bus_pid = None
+        if self._short_dir is not None:
+            shutil.rmtree(self._short_dir, ignore_errors=True)
 
     def calls(self, *members: str) -> list[dict[str, Any]]:
         """Calls the manager received, optionally only those named ``members``."""
