@@ -84,6 +84,12 @@ class NodeWatch:
                 delay = self.backoff.next()
                 log.warning("Watch of node %s returned bad data (%s); retrying", self.node_name, e)
                 stop.wait(delay)
+            except Exception:  # never let the watch die: a dead watch would lose every change
+                delay = self.backoff.next()
+                self.reconnects += 1
+                self.resource_version = None  # list again: nothing seen since can be trusted
+                log.exception("Watch of node %s failed unexpectedly; relisting", self.node_name)
+                stop.wait(delay)
 
     def _relist(self) -> None:
         listing = self.kube.request("GET", NODES, {"fieldSelector": self.selector})
