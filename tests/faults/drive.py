@@ -9,6 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
+
+from mcd.cluster.api import ApiError
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemd
@@ -62,7 +65,8 @@ class Supervisor:
     restarts: int = 0
     states: list[tuple[str, str, str]] = field(default_factory=list)  # (state, current, reason)
 
-    def tick(self) -> None:
+    def tick(self) -> Obj | None:
+        """One round; the Node's annotations, or None while the API server is away."""
         node = self.node
         if node.reboots_requested() > self.reboots:
             self.reboots = node.reboots_requested()
@@ -70,17 +74,21 @@ class Supervisor:
         elif not node.running:
             self.restarts += 1
             node.start()
-        a = node.annotations()
+        try:
+            a = node.annotations()
+        except (ApiError, OSError, urllib3.exceptions.HTTPError):
+            return None  # the API server is down (a restart under test): look again later
         seen = (a.get(Annotation.STATE, ""), a.get(Annotation.CURRENT_CONFIG, ""),
                 a.get(Annotation.REASON, ""))  # fmt: skip
         if not self.states or self.states[-1] != seen:
             self.states.append(seen)
+        return a
 
     def until(self, check: Callable[[Obj], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            self.tick()
-            if check(self.node.annotations()):
+            a = self.tick()
+            if a is not None and check(a):
                 return
             time.sleep(0.05)
         raise AssertionError(
