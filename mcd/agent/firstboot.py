@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from mcd.agent.transaction import Node, Outcome, Transaction, document_of
+from mcd.agent.handles import Node, document_of
+from mcd.agent.transaction import Outcome, Transaction
 from mcd.host import fsops
 from mcd.model.machineconfig import empty_machine_config, load_machine_config
 from mcd.model.plan import make_plan

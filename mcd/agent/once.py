@@ -13,15 +13,8 @@ import logging
 import urllib.request
 from pathlib import Path
 
-from mcd.agent.transaction import (
-    Node,
-    Outcome,
-    Transaction,
-    UpdateError,
-    current_config_on_disk,
-    document_of,
-    recover,
-)
+from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.transaction import Outcome, Transaction, UpdateError, recover
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root

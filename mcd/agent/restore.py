@@ -15,8 +15,8 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcd.agent.handles import Node, current_config_on_disk
 from mcd.agent.journal import Journal
-from mcd.agent.transaction import Node, current_config_on_disk
 from mcd.host.errors import HostError
 from mcd.host.validation import DriftKind, validate_on_disk
 from mcd.model.machineconfig import MachineConfig

@@ -15,24 +15,20 @@ until then the journal waits in ``awaiting-reboot``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 
 from mcd.agent import failpoints
+from mcd.agent.handles import OSTREE_BOOTED, Node
 from mcd.agent.journal import Entry, Journal, Phase
 from mcd.host import fsops
-from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
-from mcd.host.rootfs import Root
-from mcd.host.rpmostree import RpmOstree
 from mcd.host.systemd import SystemdError
 from mcd.host.validation import validate_on_disk
 from mcd.model.actions import executed_actions
 from mcd.model.extensions import package_changes
-from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
@@ -40,9 +36,6 @@ from mcd.model.validate import readonly_usr_paths
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
-
-OSTREE_BOOTED = "/run/ostree-booted"
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 class UpdateError(Exception):
@@ -67,33 +60,6 @@ class Step(StrEnum):
     PASSWD = "passwd"
     OS = "os"
     ACTIONS = "actions"
-
-
-@dataclass
-class Node:
-    """The host handles an update needs."""
-
-    root: Root
-    effects: HostEffects
-    rpm: RpmOstree | None = None
-
-    @property
-    def ostree(self) -> bool:
-        return self.rpm is not None and self.root.exists(OSTREE_BOOTED)
-
-    def boot_id(self) -> str:
-        try:
-            return self.root.read_bytes(BOOT_ID).decode().strip()
-        except (OSError, HostError):
-            return ""
-
-
-def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
-    try:
-        data = root.read_bytes(CURRENT_CONFIG_PATH)
-    except FileNotFoundError:
-        return None
-    return load_machine_config(data), data
 
 
 class Transaction:
@@ -388,16 +354,3 @@ def recover(
     # APPLYING: roll forward from the first step not done (every step is idempotent)
     entry.started = [s for s in entry.started if s in entry.done]
     return txn._apply()
-
-
-def document_of(mc: MachineConfig, raw: bytes | None) -> bytes:
-    """The bytes stored for a config: its document, or a minimal one for the empty config."""
-    if raw is not None:
-        return raw
-    doc = {
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": {"name": mc.name},
-        "spec": {"config": {"ignition": {"version": "3.5.0"}}},
-    }
-    return json.dumps(doc).encode()

@@ -16,16 +16,10 @@ from dataclasses import dataclass, field
 
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
+from mcd.agent.handles import Node, current_config_on_disk, document_of
 from mcd.agent.metrics import Metrics
 from mcd.agent.status import NodeStatus
-from mcd.agent.transaction import (
-    Node,
-    Outcome,
-    Transaction,
-    UpdateError,
-    current_config_on_disk,
-    document_of,
-)
+from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import Drainer, DrainError

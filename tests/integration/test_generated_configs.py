@@ -30,9 +30,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcd.agent.handles import Node
 from mcd.agent.journal import JOURNAL
 from mcd.agent.once import once_from
-from mcd.agent.transaction import Node, Outcome, UpdateError
+from mcd.agent.transaction import Outcome, UpdateError
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.validation import validate_on_disk

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from mcd.agent.handles import Node
 from mcd.agent.journal import JOURNAL
 from mcd.agent.once import node_for, once_from
-from mcd.agent.transaction import Node, Outcome, UpdateError
+from mcd.agent.transaction import Outcome, UpdateError
 from mcd.cli import cli
 from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
