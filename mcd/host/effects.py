@@ -44,6 +44,12 @@ class HostEffects:
                 raise HostError(f"refusing to write {path}: too many levels of symlinks") from e
             if os.path.isdir(host_path) and not os.path.islink(host_path):
                 raise HostError(f"cannot write file {path}: a directory is in the way")
+            parent = os.path.dirname(host_path)
+            while not os.path.lexists(parent) and parent.startswith(self.root.path + "/"):
+                parent = os.path.dirname(parent)
+            if not os.path.isdir(parent):
+                where = parent.removeprefix(self.root.path) or "/"
+                raise HostError(f"cannot write file {path}: {where} is not a directory")
         accounts = Accounts(self.root)
         for file in cfg.files:
             accounts.ownership(file)

@@ -204,7 +204,7 @@ def remove_file(root: Root, node_path: str) -> bool:
 def _remove_any(host_path: str) -> bool:
     try:
         st = os.lstat(host_path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file where a parent should be
         return False
     if stat.S_ISDIR(st.st_mode):
         shutil.rmtree(host_path)
