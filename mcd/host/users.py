@@ -18,13 +18,13 @@ from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.host.runner import CommandError, Runner
 from mcd.model.ignition import User
+from mcd.model.vocabulary import SSH_KEY_PATH
 
 log = logging.getLogger(__name__)
 
 CORE = "core"
 SSH_DIR = "/home/core/.ssh"
 SSH_KEYS_DIR = SSH_DIR + "/authorized_keys.d"
-SSH_KEY_PATH = SSH_KEYS_DIR + "/ignition"
 PRIVATE_DIR_MODE = 0o700
 KEY_FILE_MODE = 0o600
 NO_PASSWORD = "*"

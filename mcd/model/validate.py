@@ -16,7 +16,7 @@ from mcd.model.errors import ConfigValidationError, DecodeError
 from mcd.model.ignition import MAX_FILE_MODE, Contents, IgnitionConfig, Owner
 from mcd.model.ignition_parse import V2_VERSIONS
 from mcd.model.text import gooctal, goquote
-from mcd.model.vocabulary import dropin_path, unit_path
+from mcd.model.vocabulary import SSH_KEY_PATH, dropin_path, unit_path
 
 UNIT_SUFFIXES = frozenset(
     {
@@ -92,6 +92,11 @@ def _file_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
         seen.add(file.path)
         if file.path in unit_paths:
             yield f"{fld}.path: {goquote(file.path)} conflicts with a systemd unit or dropin"
+        if file.path == SSH_KEY_PATH:
+            yield (
+                f"{fld}.path: {goquote(file.path)} conflicts with the SSH keys of user core "
+                "(set passwd.users[].sshAuthorizedKeys)"
+            )
         if file.mode is not None and not 0 <= file.mode <= MAX_FILE_MODE:
             yield (
                 f"{fld}.mode: invalid mode {gooctal(file.mode)} for {file.path}, "

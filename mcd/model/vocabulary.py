@@ -35,6 +35,7 @@ EMPTY_CONFIG_NAME = "mco-empty-mc"
 
 FORCE_FILE = "/run/machine-config-daemon-force"
 CURRENT_CONFIG_PATH = "/etc/machine-config-daemon/currentconfig"
+SSH_KEY_PATH = "/home/core/.ssh/authorized_keys.d/ignition"  # core's keys, written by mcd
 ORIG_DIR = "/etc/machine-config-daemon/orig"
 NOORIG_DIR = "/etc/machine-config-daemon/noorig"
 SYSTEMD_UNIT_DIR = "/etc/systemd/system"
