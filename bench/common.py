@@ -19,9 +19,13 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
 
 
 def paired(
-    engine: Callable[[], object], baseline: Callable[[], object], repeat: int = 4
+    engine: Callable[[], object],
+    baseline: Callable[[], object],
+    repeat: int = 4,
+    stat: Callable[[list[float]], float] = statistics.median,
 ) -> tuple[float, float]:
-    """Medians of ``engine`` and ``baseline`` run alternately, so drift hits both alike."""
+    """``stat`` (median; ``min`` for fsync-bound work, whose outliers are disk stalls, not
+    the code) of ``engine`` and ``baseline`` run alternately, so drift hits both alike."""
     engine_times: list[float] = []
     baseline_times: list[float] = []
     for _ in range(repeat):
@@ -29,7 +33,7 @@ def paired(
             start = time.perf_counter()
             fn()
             times.append(time.perf_counter() - start)
-    return statistics.median(engine_times), statistics.median(baseline_times)
+    return stat(engine_times), stat(baseline_times)
 
 
 @dataclass(frozen=True)
