@@ -21,6 +21,7 @@ from contextlib import nullcontext
 from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
+    AGENT_LOCK_WAIT,
     Context,
     SyncError,
     before_reboot,
@@ -33,6 +34,7 @@ from mcd.agent.update import (
 from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.host.lock import LockBusy, writer_lock
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 
 log = logging.getLogger(__name__)
@@ -46,11 +48,14 @@ def boot(ctx: Context, node: Obj) -> None:
     force = ctx.host.root.exists(FORCE_FILE)
     interrupted = Journal(ctx.host.root).pending()
     try:
-        with ctx.guard.protect() if interrupted else nullcontext():
+        with (
+            writer_lock(ctx.host.root, "mcd start: boot checks", AGENT_LOCK_WAIT),
+            ctx.guard.protect() if interrupted else nullcontext(),
+        ):
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
             )
-    except UpdateError as e:
+    except (UpdateError, LockBusy) as e:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True

@@ -13,7 +13,8 @@ import logging
 from mcd.agent.handles import Node, document_of
 from mcd.agent.transaction import Outcome, Transaction
 from mcd.host import fsops
-from mcd.model.machineconfig import empty_machine_config, load_machine_config
+from mcd.host.lock import writer_lock
+from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import make_plan
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,16 @@ ENCAPSULATED = "/etc/ignition-machine-config-encapsulated.json"
 def firstboot_complete(
     node: Node, config_path: str = ENCAPSULATED, skip_reboot: bool = False
 ) -> Outcome:
-    root = node.root
-    data = root.read_bytes(config_path)
+    data = node.root.read_bytes(config_path)
     new = load_machine_config(data)
+    with writer_lock(node.root, "mcd firstboot-complete-machineconfig"):
+        return _complete(node, config_path, data, new, skip_reboot)
+
+
+def _complete(
+    node: Node, config_path: str, data: bytes, new: MachineConfig, skip_reboot: bool
+) -> Outcome:
+    root = node.root
     booted_image, kargs = new.os_image_url, new.kernel_arguments
     if node.ostree and node.rpm is not None:
         booted_image = node.rpm.booted_image()

@@ -4,19 +4,26 @@ The source is a MachineConfig or a bare Ignition config, from a path or an
 http(s) URL. The node's previous config is its on-disk ``currentconfig`` (or
 the empty config); the legacy action table decides between a reboot and
 nothing, as upstream does for once-from. An update a previous run left
-half-done is finished (or rolled back) first.
+half-done is finished (or rolled back) first, and reported as that.
+
+The config is read and parsed before anything else; then the node's writer
+lock (:mod:`mcd.host.lock`) is held for the rest, so two writers never
+interleave.
 """
 
 from __future__ import annotations
 
 import logging
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, Transaction, UpdateError, recover
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
+from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
@@ -24,7 +31,7 @@ from mcd.host.systemd import SystemdManager
 from mcd.host.systemd import connect as connect_systemd
 from mcd.host.validation import validate_on_disk
 from mcd.model.errors import ConfigError
-from mcd.model.machineconfig import empty_machine_config, load_machine_config
+from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import make_plan
 from mcd.model.vocabulary import FORCE_FILE
 
@@ -54,14 +61,68 @@ def node_for(
     return Node(root, HostEffects(root, systemd, runner), RpmOstree(root))
 
 
+@dataclass(frozen=True)
+class OnceResult:
+    """What ``once-from`` did: its own outcome, and an interrupted update it finished first."""
+
+    outcome: Outcome
+    config: str
+    """The name of the config ``once-from`` was given."""
+    current: str
+    """The name in ``currentconfig`` afterwards ('' when there is none)."""
+    recovered: Outcome | None = None
+    recovered_update: str = ""
+    """``old -> new`` of the interrupted update finished first, when there was one."""
+
+    @property
+    def applied(self) -> bool:
+        return self.outcome is Outcome.DONE and self.current == self.config
+
+    def describe(self, root: str) -> list[str]:
+        """What happened, in words that never call a config applied unless it is current."""
+        lines = []
+        if self.recovered is not None:
+            what = self.recovered_update
+            lines.append(f"finished an interrupted update {what}: {self.recovered}")
+        outcome, name = self.outcome, self.config
+        if self.applied:
+            lines.append(f"{outcome}: {name} applied to {root}")
+        elif self.recovered is not None and outcome is self.recovered:
+            lines.append(f"not applied: {name}: reboot first, then run once-from again")
+        elif outcome is Outcome.DONE:
+            lines.append(f"not applied: {name}: the current config is {self.current or 'none'}")
+        elif self.current == name:
+            lines.append(f"{outcome}: {name} applied to {root}; a reboot completes it")
+        else:
+            lines.append(f"{outcome}: {name} staged in {root}; current after the reboot")
+        return lines
+
+
 def once_from(source: str, node: Node, skip_reboot: bool = False) -> Outcome:
-    root = node.root
-    force = root.exists(FORCE_FILE)
-    outcome = recover(node, skip_reboot=skip_reboot, force=force)
-    if outcome in (Outcome.REBOOTING, Outcome.REBOOT_PENDING):
-        return outcome
+    return run_once(source, node, skip_reboot=skip_reboot).outcome
+
+
+def run_once(source: str, node: Node, skip_reboot: bool = False) -> OnceResult:
     data = read_source(source)
     new = load_machine_config(data, default_name=Path(source).stem or "once-from")
+    with writer_lock(node.root, f"mcd once-from {source}"):
+        return _apply_once(node, new, data, skip_reboot)
+
+
+def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) -> OnceResult:
+    root = node.root
+    force = root.exists(FORCE_FILE)
+    interrupted = Journal(root).load()
+    recovered = recover(node, skip_reboot=skip_reboot, force=force)
+    what = f"{interrupted[0].old} -> {interrupted[0].new}" if interrupted else ""
+
+    def result(outcome: Outcome) -> OnceResult:
+        found = current_config_on_disk(root)
+        current = found[0].name if found else ""
+        return OnceResult(outcome, new.name, current, recovered, what)
+
+    if recovered in (Outcome.REBOOTING, Outcome.REBOOT_PENDING):
+        return result(recovered)  # the interrupted update needs its reboot first
     current = current_config_on_disk(root)
     old, old_doc = current if current else (empty_machine_config(), None)
     plan = make_plan(old, new, force=force, legacy=True)
@@ -73,6 +134,6 @@ def once_from(source: str, node: Node, skip_reboot: bool = False) -> Outcome:
         if not report.ok:  # the node drifted: say exactly how; the force file repairs it
             raise UpdateError(report.reasons()[0])
         log.info("Node is already on config %s", new.name)
-        return Outcome.DONE
+        return result(Outcome.DONE)
     txn = Transaction(node, plan, document_of(old, old_doc), data, skip_reboot=skip_reboot)
-    return txn.run()
+    return result(txn.run())

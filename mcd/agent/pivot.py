@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
 
@@ -85,6 +86,13 @@ def apply_tuning(root: Root, rpm: RpmOstree) -> bool:
 
 
 def pivot(root: Root, rpm: RpmOstree, image: str | None) -> PivotResult:
+    """Rebase to ``image`` (or the pullspec file's) and apply the tuning file, holding the
+    node's writer lock."""
+    with writer_lock(root, "mcd pivot"):
+        return _pivot(root, rpm, image)
+
+
+def _pivot(root: Root, rpm: RpmOstree, image: str | None) -> PivotResult:
     from_file = image is None
     target = image or read_pullspec(root)
     changed = rpm.rebase(target)

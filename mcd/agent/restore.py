@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from mcd.agent.handles import Node, current_config_on_disk
 from mcd.agent.journal import Journal
 from mcd.host.errors import HostError
+from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import DriftKind, validate_on_disk
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, dropin_path, unit_path
@@ -50,7 +51,17 @@ def restore(
     node: Node, paths: Sequence[str] = (), config: MachineConfig | None = None
 ) -> tuple[MachineConfig, list[Restored], list[str]]:
     """Rewrite drifted paths (all, or those named). Returns the config, what was restored,
-    and the named paths that already matched."""
+    and the named paths that already matched. Holds the node's writer lock throughout."""
+    try:
+        with writer_lock(node.root, "mcd restore"):
+            return _restore(node, paths, config)
+    except LockBusy as e:
+        raise RestoreError(str(e)) from e
+
+
+def _restore(
+    node: Node, paths: Sequence[str], config: MachineConfig | None
+) -> tuple[MachineConfig, list[Restored], list[str]]:
     if Journal(node.root).pending():
         raise RestoreError(
             "an update is in progress (/etc/machine-config-daemon/transaction.json); "

@@ -27,6 +27,7 @@ from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
@@ -37,6 +38,8 @@ from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 log = logging.getLogger(__name__)
 
 FIPS_ENABLED = "/proc/sys/crypto/fips_enabled"
+AGENT_LOCK_WAIT = 60.0
+"""Seconds an update waits for another writer (``mcd restore``, ``once-from``) to finish."""
 
 
 class SyncError(Exception):
@@ -144,8 +147,16 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
 def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
 ) -> Outcome:
-    root = ctx.host.root
     desired = fetch_config(ctx, desired_name)
+    try:
+        with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
+            return _update(ctx, current, desired, preflight)
+    except LockBusy as e:
+        raise SyncError(str(e)) from e
+
+
+def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> Outcome:
+    root = ctx.host.root
     force = root.exists(FORCE_FILE)
     if force:
         log.info("Skipping preflight config drift check; %s present", FORCE_FILE)

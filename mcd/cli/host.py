@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
-from mcd.agent.once import node_for, once_from
+from mcd.agent.once import node_for, run_once
 from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.restore import RestoreError, restore
 from mcd.agent.transaction import UpdateError
@@ -46,14 +46,17 @@ def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
     root.mkdir(parents=True, exist_ok=True)
     node = node_for(Root(root))
     try:
-        outcome = once_from(source, node, skip_reboot=skip_reboot)
+        result = run_once(source, node, skip_reboot=skip_reboot)
     except UpdateError as e:
         click.echo(f"error: {e}", err=True)
         unreconcilable = str(e).startswith("can't reconcile")
         sys.exit(EXIT_UNRECONCILABLE if unreconcilable else EXIT_BAD_INPUT)
+    except HostError as e:
+        fail(str(e))
     finally:
         node.effects.systemd.close()
-    click.echo(f"{outcome}: {source} applied to {root}")
+    for line in result.describe(str(root)):
+        click.echo(line)
 
 
 EXIT_UNCHANGED = 77

@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
+from mcd.host.lock import LOCK_PATH
 from tests.e2e.harness import BIN, IMAGE_A, make_root
 from tests.fakes import rpm_ostree
 
@@ -46,11 +47,17 @@ def expectation(path: Path) -> tuple[int, str]:
 
 
 def snapshot(top: Path) -> Snapshot:
-    """Every entry under ``top``: type, mode, owner, mtime, and content hash or link target."""
+    """Every entry under ``top``: type, mode, owner, mtime, and content hash or link target.
+
+    The writer lock's file is left out: a refusal taken under the lock records who held
+    it there (``mcd.host.lock``), which is mcd's bookkeeping, not a change to the node.
+    """
     found: Snapshot = {}
     for dirpath, dirnames, filenames in os.walk(top):
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
+            if path.endswith(LOCK_PATH):
+                continue
             st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):
                 what: object = os.readlink(path)
