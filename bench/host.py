@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, paired
+from bench.common import Row, paired, with_load_check
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
@@ -89,10 +89,11 @@ def bench_apply_files(n_files: int = 1000) -> Row:
         engine()  # warm up both paths once
         baseline()
         figure, base = paired(engine, baseline, repeat=5, stat=min)
-    return Row(
+    row = Row(
         f"apply {n_files} files ({total / MIB:.0f} MiB), fsync each",
         figure,
         base,
         "<= 1.3x baseline",
         figure <= 1.3 * base,
     )
+    return with_load_check(row, 2.0)
