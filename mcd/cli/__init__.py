@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mcd import __version__
-from mcd.cli import agent, configs, host
+from mcd.cli import agent, configs, host, pools
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,7 +15,7 @@ def cli() -> None:
 
 
 for command in (
-    configs.plan,
+    pools.plan_command,
     configs.validate,
     configs.diff,
     host.once_from_command,
@@ -24,6 +24,7 @@ for command in (
     host.restore_command,
     agent.start_command,
     agent.status_command,
+    pools.controller_command,
 ):
     cli.add_command(command)
 

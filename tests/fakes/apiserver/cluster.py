@@ -25,6 +25,7 @@ RESOURCES = [
     Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
+    Resource("apps", "v1", "deployments", "Deployment", True, ("deploy",)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",)),
     Resource("events.k8s.io", "v1", "events", "Event", True, ()),
     Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, ()),
@@ -36,7 +37,12 @@ RESOURCES = [
         False, ("crd",),
     ),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False, ("mc",)),
+    Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False, ("mcp",)),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True, ()),
 ]  # fmt: skip
+STATUS_SUBRESOURCE = frozenset({"machineconfigpools"})
+"""Custom resources with ``subresources.status``: the main resource ignores status
+changes, ``/status`` changes only status, and a spec change bumps ``metadata.generation``."""
 
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 POLICY_V1BETA1 = Resource("policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget", True)

@@ -22,6 +22,10 @@ SUBRESOURCES: dict[str, list[dict[str, Any]]] = {
         {"name": "pods/status", "singularName": "", "namespaced": True, "kind": "Pod",
          "verbs": ["get", "patch", "update"]},
     ],
+    "machineconfiguration.openshift.io/v1": [
+        {"name": "machineconfigpools/status", "singularName": "", "namespaced": False,
+         "kind": "MachineConfigPool", "verbs": ["get", "patch", "update"]},
+    ],
 }  # fmt: skip
 
 

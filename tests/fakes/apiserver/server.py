@@ -11,6 +11,7 @@ compacted history. Every request is logged for counting.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import socket
 import threading
@@ -23,7 +24,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.apiserver import discovery
-from tests.fakes.apiserver.cluster import PDBS, PODS, Cluster, lookup, selector_matches
+from tests.fakes.apiserver.cluster import (
+    PDBS,
+    PODS,
+    STATUS_SUBRESOURCE,
+    Cluster,
+    lookup,
+    selector_matches,
+)
 from tests.fakes.apiserver.store import ApiError, Obj, Resource, Store, json_patch, merge_patch
 
 
@@ -349,9 +357,11 @@ class _Handler(BaseHTTPRequestHandler):
             expect = obj.get("metadata", {}).get("resourceVersion")
             if dry_run:
                 return 200, obj
-            return 200, self.fake.store.update(res, namespace, name, lambda _o: obj, expect)
+            return 200, self.fake.store.update(
+                res, namespace, name, _subresource(res, sub, lambda _o: obj), expect
+            )
         if method == "PATCH":
-            return 200, self._patch(res, namespace, name, body, dry_run)
+            return 200, self._patch(res, namespace, name, body, dry_run, sub)
         if method == "DELETE":
             options = _json(body, lenient=True)
             grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
@@ -379,7 +389,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _decorate(self, res: Resource, obj: Obj) -> Obj:
         return self.fake.cluster.pdb_status(obj) if res is PDBS else obj
 
-    def _patch(self, res: Resource, namespace: str, name: str, body: bytes, dry_run: bool) -> Obj:
+    def _patch(
+        self, res: Resource, namespace: str, name: str, body: bytes, dry_run: bool, sub: str = ""
+    ) -> Obj:
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         patch = json.loads(body or b"null")
         if content_type == "application/json-patch+json":
@@ -401,9 +413,35 @@ class _Handler(BaseHTTPRequestHandler):
                 "UnsupportedMediaType",
                 f"the body of the request was in an unknown format: {content_type}",
             )
+        mutate = _subresource(res, sub, mutate)
         if dry_run:
             return mutate(self.fake.store.get(res, namespace, name))
         return self.fake.store.update(res, namespace, name, mutate, expect)
+
+
+def _subresource(res: Resource, sub: str, mutate: Callable[[Obj], Obj]) -> Callable[[Obj], Obj]:
+    """A custom resource's status subresource: writes to the object keep its status, writes
+    to ``/status`` keep everything else, and a spec change bumps the generation."""
+    if res.plural not in STATUS_SUBRESOURCE:
+        return mutate
+
+    def wrapped(current: Obj) -> Obj:
+        before = copy.deepcopy(current)
+        new = mutate(current)
+        if sub == "status":
+            kept = copy.deepcopy(before)
+            kept["status"] = new.get("status") or {}
+            kept["metadata"]["resourceVersion"] = before["metadata"].get("resourceVersion")
+            return kept
+        new["status"] = before.get("status") or {}
+        if new.get("spec") != before.get("spec"):
+            meta = new.setdefault("metadata", {})
+            meta["generation"] = int(before["metadata"].get("generation") or 1) + 1
+        else:
+            new.setdefault("metadata", {})["generation"] = before["metadata"].get("generation", 1)
+        return new
+
+    return wrapped
 
 
 def _json(body: bytes, lenient: bool = False) -> Obj:

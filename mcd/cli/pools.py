@@ -1,0 +1,161 @@
+"""The cluster half: ``controller``, and ``plan --pool`` (``plan OLD NEW`` otherwise)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+
+from mcd.cli import configs
+from mcd.cli.common import EXIT_OK, fail
+from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.api import ConfigurationError as ApiConfigError
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.pools import NODES, POOLS
+from mcd.controller.preview import describe_preview, preview_pool
+from mcd.controller.run import Controller, ControllerOptions
+from mcd.host.journal import configure_logging
+from mcd.model.windows import (
+    WINDOW_ANNOTATION,
+    WindowError,
+    WindowState,
+    parse_window,
+    window_state,
+)
+
+
+@click.command("controller")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: in-cluster config.")
+@click.option(
+    "--metrics-url",
+    default="127.0.0.1:8798",
+    show_default=True,
+    help="Listen address for /metrics, /healthz and /readyz.",
+)
+@click.option(
+    "--namespace",
+    envvar="POD_NAMESPACE",
+    help="Where the Lease and the pool Events go (default: $POD_NAMESPACE).",
+)
+@click.option(
+    "--lease-duration",
+    type=int,
+    default=15,
+    show_default=True,
+    help="Seconds a leader's Lease lasts without renewal.",
+)
+@click.option(
+    "--resync",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds between passes when nothing changes.",
+)
+def controller_command(
+    kubeconfig: str | None,
+    metrics_url: str,
+    namespace: str | None,
+    lease_duration: int,
+    resync: float,
+) -> None:
+    """Render MachineConfigPools and roll them out to their nodes (one leader at a time)."""
+    configure_logging()
+    options = ControllerOptions(
+        kubeconfig=kubeconfig,
+        metrics_url=metrics_url,
+        namespace=namespace or "",
+        lease_duration=lease_duration,
+        retry=max(1.0, lease_duration / 5),
+        resync=resync,
+    )
+    try:
+        controller = Controller(options)
+    except (ValueError, OSError, ApiConfigError) as e:
+        fail(f"cannot start: {e}")
+    sys.exit(controller.run())
+
+
+@click.command("plan")
+@click.argument("old", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("new", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--pool", help="Plan a pool's rollout against the cluster instead of OLD and NEW.")
+@click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="With --pool; default: $KUBECONFIG."
+)
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="MachineConfiguration YAML whose spec.nodeDisruptionPolicy is merged over the defaults.",
+)
+@click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
+@click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def plan_command(
+    ctx: click.Context,
+    old: Path | None,
+    new: Path | None,
+    pool: str | None,
+    kubeconfig: str | None,
+    policy_file: Path | None,
+    force: bool,
+    legacy: bool,
+    as_json: bool,
+) -> None:
+    """Show what moving a node from OLD to NEW changes, costs, and why; with --pool POOL,
+    what the pool's rollout would do on each of its nodes, before anything rolls out.
+
+    Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
+    """
+    if pool is None:
+        if old is None or new is None:
+            fail("plan needs OLD and NEW, or --pool POOL")
+        ctx.invoke(
+            configs.plan,
+            old=old,
+            new=new,
+            policy_file=policy_file,
+            force=force,
+            legacy=legacy,
+            as_json=as_json,
+        )
+        return
+    if old is not None or new is not None:
+        fail("--pool takes no OLD or NEW")
+    try:
+        kube = Kube(load_client(kubeconfig))
+        doc = kube.request("GET", f"{POOLS}/{pool}")
+        pools = kube.request("GET", POOLS).get("items") or []
+        mcs = {
+            c["metadata"]["name"]: c for c in kube.request("GET", MACHINECONFIGS).get("items") or []
+        }
+        nodes = kube.request("GET", NODES).get("items") or []
+    except ApiConfigError as e:
+        fail(str(e))
+    except ApiError as e:
+        fail(f"cannot read pool {pool}: {e}")
+    result = preview_pool(doc, pools, mcs, nodes, _window(doc))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(describe_preview(result), nl=False)
+    unreconcilable = any(n.action == "unreconcilable" for n in result.nodes)
+    sys.exit(2 if unreconcilable else 1 if result.render_error else EXIT_OK)
+
+
+def _window(pool: dict[str, object]) -> WindowState | None:
+    meta = pool.get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
+    text = annotations.get(WINDOW_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        window = parse_window(str(text))
+        return window_state(window, datetime.now(UTC), ZoneInfo(window.time_zone))
+    except (WindowError, ZoneInfoNotFoundError, ValueError):
+        return None

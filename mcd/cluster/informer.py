@@ -1,0 +1,135 @@
+"""A cache of every object of one resource, kept by a list and then a watch (an informer).
+
+The controller reads Nodes, MachineConfigPools and MachineConfigs from these caches,
+as upstream's listers, so a sync costs no request: only writes go to the API server.
+The watch resumes from the last resourceVersion (bookmarks included); a ``410 Gone``
+lists again; failures back off from 0.5 s to 30 s. ``on_change`` is called after each
+change the cache takes in (never while holding the cache's lock).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import threading
+from collections.abc import Callable
+
+from mcd.cluster.api import ApiError, Kube, Obj
+from mcd.cluster.watch import Backoff
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    def __init__(
+        self,
+        kube: Kube,
+        path: str,
+        on_change: Callable[[str, Obj], None] | None = None,
+        watch_seconds: int = 300,
+    ) -> None:
+        self.kube = kube
+        self.path = path
+        self.on_change = on_change
+        self.watch_seconds = watch_seconds
+        self.backoff = Backoff()
+        self.synced = threading.Event()
+        self.relists = 0
+        self._items: dict[str, Obj] = {}
+        self._lock = threading.Lock()
+        self._rv: str | None = None
+
+    def items(self) -> list[Obj]:
+        """Copies of the cached objects, by name."""
+        with self._lock:
+            return [copy.deepcopy(self._items[k]) for k in sorted(self._items)]
+
+    def get(self, name: str) -> Obj | None:
+        with self._lock:
+            obj = self._items.get(name)
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def observe(self, obj: Obj) -> None:
+        """Take in an object this process just wrote (newer than the watch may have shown)."""
+        self._put(obj, notify=False)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                if self._rv is None:
+                    self._relist()
+                self._watch_once(stop)
+                self.backoff.reset()
+            except (ApiError, ValueError) as e:
+                delay = self.backoff.next()
+                log.warning("Watch of %s failed (%s); retrying in %.1fs", self.path, e, delay)
+                stop.wait(delay)
+            except Exception:  # never let a watch die: the cache would go stale silently
+                delay = self.backoff.next()
+                self._rv = None
+                log.exception("Watch of %s failed unexpectedly; listing again", self.path)
+                stop.wait(delay)
+
+    def _relist(self) -> None:
+        listing = self.kube.request("GET", self.path)
+        self.relists += 1
+        fresh = {_name(o): o for o in listing.get("items") or []}
+        with self._lock:
+            self._items = fresh
+        self._rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+        self.synced.set()
+        if self.on_change is not None:
+            self.on_change("SYNC", {})
+
+    def _watch_once(self, stop: threading.Event) -> None:
+        query = {
+            "resourceVersion": self._rv,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": int(self.watch_seconds * (1 + random.random())),
+        }
+        for event in self.kube.stream(self.path, query, timeout=2 * self.watch_seconds + 30):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    self._rv = None
+                    return
+                raise ApiError(
+                    int(obj.get("code") or 0),
+                    str(obj.get("reason", "")),
+                    str(obj.get("message", "")),
+                    obj,
+                )
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self._rv = str(version)
+            if kind in ("ADDED", "MODIFIED"):
+                self._put(obj, notify=True, kind=str(kind))
+            elif kind == "DELETED":
+                with self._lock:
+                    self._items.pop(_name(obj), None)
+                if self.on_change is not None:
+                    self.on_change("DELETED", obj)
+            if stop.is_set():
+                return
+
+    def _put(self, obj: Obj, notify: bool, kind: str = "MODIFIED") -> None:
+        name = _name(obj)
+        with self._lock:
+            have = self._items.get(name)
+            if have is not None and _rv(have) > _rv(obj):
+                return  # never go back to an older version
+            self._items[name] = obj
+        if notify and self.on_change is not None:
+            self.on_change(kind, obj)
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,96 @@
+"""The controller's writes: rendered MachineConfigs, pools, Nodes' desiredConfig, pool Events.
+
+Every write is one request. Pools are written as upstream's render and node controllers
+do: ``spec.configuration`` through the object, everything else through ``/status``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.model.vocabulary import Annotation
+
+log = logging.getLogger(__name__)
+
+POOLS = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools"
+NODES = "/api/v1/nodes"
+SOURCE_COMPONENT = "machineconfigcontroller-nodecontroller"
+
+
+class PoolWriter:
+    def __init__(self, kube: Kube, event_namespace: str = "default") -> None:
+        self.kube = kube
+        self.event_namespace = event_namespace
+        self.writes = 0
+
+    def create_config(self, obj: Obj) -> Obj | None:
+        """Create a rendered config; None when it already exists (it is never changed)."""
+        self.writes += 1
+        try:
+            return self.kube.request("POST", MACHINECONFIGS, body=obj)
+        except ApiError as e:
+            if e.status == 409:
+                return None
+            raise
+
+    def delete_config(self, name: str) -> None:
+        self.writes += 1
+        try:
+            self.kube.request("DELETE", f"{MACHINECONFIGS}/{name}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    def set_configuration(self, pool: str, configuration: Obj) -> Obj:
+        self.writes += 1
+        patch = {"spec": {"configuration": configuration}}
+        return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
+
+    def set_status(self, pool: str, status: Obj) -> Obj:
+        self.writes += 1
+        return self.kube.request(
+            "PATCH", f"{POOLS}/{pool}/status", body={"status": status}, content_type=MERGE_PATCH
+        )
+
+    def set_desired(self, node: str, config: str) -> Obj:
+        self.writes += 1
+        patch = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: config}}}
+        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+
+    def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
+        """An Event on the pool (upstream's reasons); a failure is only logged."""
+        meta = pool.get("metadata") or {}
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name')}.{time.time_ns():x}",
+                "namespace": self.event_namespace,
+            },
+            "involvedObject": {
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "MachineConfigPool",
+                "name": meta.get("name", ""),
+                "uid": meta.get("uid", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": SOURCE_COMPONENT},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": SOURCE_COMPONENT,
+        }
+        self.writes += 1
+        try:
+            self.kube.request(
+                "POST", f"/api/v1/namespaces/{self.event_namespace}/events", body=body
+            )
+        except ApiError as e:
+            log.warning("Could not record event %s on pool %s: %s", reason, meta.get("name"), e)

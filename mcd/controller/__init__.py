@@ -1,0 +1,9 @@
+"""The cluster half for clusters without the Machine Config Operator (``mcd controller``).
+
+Renders each MachineConfigPool's MachineConfigs into ``rendered-<pool>-<hash>`` and rolls
+it out to the pool's nodes at the pace the pool allows, as upstream's render and node
+controllers do. The decisions are pure (:mod:`mcd.model.render`, :mod:`mcd.model.rollout`);
+this package reads the cluster from informer caches, writes through
+:mod:`mcd.cluster.pools` and holds a Lease so that one replica acts at a time. It never
+imports :mod:`mcd.agent`: the two meet only through API objects.
+"""

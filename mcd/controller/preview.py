@@ -1,0 +1,193 @@
+"""``mcd plan --pool``: what a pool's rollout would do, node by node, before it starts.
+
+Renders the pool's MachineConfigs as the controller would (so a MachineConfig change shows
+before the controller has acted on it), then plans each node's move from its current
+config with :func:`mcd.model.plan.make_plan`: cost, drain, reboot, and the order and batch
+(``maxUnavailable`` at a time, upstream's node order) it would go in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import machine_config_from_object
+from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.pools import (
+    NodeView,
+    labels_of,
+    max_unavailable,
+    name_of,
+    nodes_for_pool,
+    selector_matches,
+    target_of,
+    upstream_order,
+)
+from mcd.model.render import RenderError, render
+from mcd.model.windows import WINDOW_ANNOTATION, WindowState
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    name: str
+    current: str
+    action: str  # "update", "none" (already on the target), "updating"
+    cost: str
+    drain: bool
+    reboot: bool
+    batch: int  # 0 when nothing to do
+    reason: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "node": self.name,
+            "current": self.current,
+            "action": self.action,
+            "cost": self.cost,
+            "drain": self.drain,
+            "reboot": self.reboot,
+            "batch": self.batch,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class PoolPreview:
+    pool: str
+    target: str
+    target_exists: bool
+    rolling_out: str
+    max_unavailable: int
+    paused: bool
+    window: str
+    nodes: tuple[NodeRow, ...]
+    render_error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pool": self.pool,
+            "target": self.target,
+            "targetExists": self.target_exists,
+            "rollingOut": self.rolling_out,
+            "maxUnavailable": self.max_unavailable,
+            "paused": self.paused,
+            "maintenanceWindow": self.window,
+            "renderError": self.render_error,
+            "nodes": [n.to_json() for n in self.nodes],
+        }
+
+
+def preview_pool(
+    pool: Obj,
+    pools: Sequence[Obj],
+    configs: Mapping[str, Obj],
+    nodes: Sequence[Obj],
+    window: WindowState | None = None,
+) -> PoolPreview:
+    name = name_of(pool)
+    spec = pool.get("spec") or {}
+    selector = spec.get("machineConfigSelector")
+    selected = [mc for mc in configs.values() if selector_matches(selector, labels_of(mc))]
+    target, target_spec, error = target_of(pool), None, ""
+    try:
+        rendered = render(name, selected)
+        target, target_spec = (
+            rendered.name,
+            {"metadata": {"name": rendered.name}, "spec": rendered.spec},
+        )
+    except RenderError as e:
+        error = str(e)
+        if target in configs:
+            target_spec = configs[target]
+    views = [NodeView.of(n) for n in nodes_for_pool(pool, pools, nodes)]
+    limit = max_unavailable(spec.get("maxUnavailable"), len(views))
+    pending = upstream_order([v for v in views if v.desired != target or not v.done])
+    batch_of = {v.name: i // limit + 1 for i, v in enumerate(pending)}
+    rows = []
+    for v in sorted(views, key=lambda v: (batch_of.get(v.name, 0) or 10**9, v.name)):
+        rows.append(_row(v, target, target_spec, configs, batch_of.get(v.name, 0)))
+    return PoolPreview(
+        pool=name,
+        target=target,
+        target_exists=target in configs,
+        rolling_out=target_of(pool),
+        max_unavailable=limit,
+        paused=bool(spec.get("paused")),
+        window=_window_text(pool, window),
+        nodes=tuple(rows),
+        render_error=error,
+    )
+
+
+def _row(
+    v: NodeView, target: str, target_doc: Obj | None, configs: Mapping[str, Obj], batch: int
+) -> NodeRow:
+    if v.done and v.current == target:
+        return NodeRow(v.name, v.current, "none", "none", False, False, 0)
+    if v.desired == target and not v.done:
+        return NodeRow(v.name, v.current, "updating", "-", False, False, batch)
+    plan = _plan(configs.get(v.current), target_doc)
+    if isinstance(plan, str):
+        return NodeRow(v.name, v.current or "-", "update", "unknown", True, True, batch, plan)
+    if not plan.reconcilable:
+        return NodeRow(v.name, v.current, "unreconcilable", "-", False, False, 0, plan.reason)
+    return NodeRow(v.name, v.current, "update", plan.cost.label, plan.drain, plan.reboot, batch)
+
+
+def _plan(old: Obj | None, new: Obj | None) -> UpdatePlan | str:
+    if old is None:
+        return "current config not found; assuming a drain and a reboot"
+    if new is None:
+        return "target config not found"
+    try:
+        return make_plan(
+            machine_config_from_object(old, name_of(old)),
+            machine_config_from_object(new, name_of(new)),
+        )
+    except ConfigError as e:
+        return str(e)
+
+
+def _window_text(pool: Obj, window: WindowState | None) -> str:
+    if ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION) is None:
+        return "none"
+    return window.describe() if window is not None else "invalid"
+
+
+def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
+    lines = [
+        f"Pool {p.pool}: {len(p.nodes)} nodes, maxUnavailable {p.max_unavailable}, "
+        f"paused: {'yes' if p.paused else 'no'}"
+    ]
+    if p.render_error:
+        lines.append(f"Render error: {p.render_error}")
+    state = "exists" if p.target_exists else "not created yet"
+    lines.append(f"Target: {p.target or '-'} ({state})")
+    if p.rolling_out and p.rolling_out != p.target:
+        lines.append(f"Rolling out now: {p.rolling_out}")
+    lines.append(f"Maintenance window: {p.window}")
+    header = ("NODE", "CURRENT", "ACTION", "COST", "DRAIN", "REBOOT", "BATCH")
+    table = [header] + [
+        (
+            n.name,
+            n.current or "-",
+            n.action,
+            n.cost,
+            "yes" if n.drain else "no",
+            "yes" if n.reboot else "no",
+            str(n.batch) if n.batch else "-",
+        )
+        for n in p.nodes
+    ]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for n in p.nodes:
+        if n.reason:
+            lines.append(f"{n.name}: {n.reason}")
+    return "\n".join(lines) + "\n"

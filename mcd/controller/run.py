@@ -1,0 +1,186 @@
+"""``mcd controller``: leader election, informers, and the sync loop.
+
+A replica first takes the Lease (``mcd-controller`` in its namespace); until it holds it
+it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
+one request per retry). The leader lists and watches Nodes, MachineConfigPools and
+MachineConfigs, and runs a pass over all pools whenever one of them changes (changes
+arriving together are coalesced), at the latest every ``resync`` seconds, and when a
+maintenance window opens. It renews the Lease between passes; a leader that cannot renew
+within the Lease duration stops with exit code 1 (as client-go's ``OnStoppedLeading``),
+so two replicas never act at once. SIGTERM releases the Lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import FrameType
+
+from mcd import __version__
+from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.informer import Informer
+from mcd.cluster.lease import LeaseLock
+from mcd.cluster.pools import NODES, POOLS, PoolWriter
+from mcd.controller.service import ControllerMetrics, StatusServer
+from mcd.controller.sync import Snapshot, Syncer
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "mcd-controller"
+USER_AGENT = "machine-config-controller"
+
+
+@dataclass
+class ControllerOptions:
+    kubeconfig: str | None = None
+    metrics_url: str = "127.0.0.1:8798"
+    namespace: str = ""
+    identity: str = ""
+    lease_duration: int = 15
+    retry: float = 2.0
+    resync: float = 30.0
+    settle: float = 0.05
+
+
+class Controller:
+    def __init__(self, options: ControllerOptions) -> None:
+        self.options = options
+        self.namespace = options.namespace or os.environ.get("POD_NAMESPACE") or "default"
+        identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
+        api = load_client(options.kubeconfig)
+        api.user_agent = USER_AGENT
+        self.kube = Kube(api)
+        self.lease = LeaseLock(
+            self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
+        )
+        self.metrics = ControllerMetrics()
+        self.writer = PoolWriter(self.kube, self.namespace)
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self.pools = Informer(self.kube, POOLS, self._changed)
+        self.configs = Informer(self.kube, MACHINECONFIGS, self._changed)
+        self.nodes = Informer(self.kube, NODES, self._changed)
+        self.syncer = Syncer(
+            self.writer,
+            __version__,
+            observe_config=self.configs.observe,
+            observe_pool=self.pools.observe,
+        )
+        self.leading = False
+        self.last_tick = time.monotonic()
+        self.server = StatusServer(
+            options.metrics_url, self.metrics.registry, self._healthz, self._readyz
+        )
+
+    # -- probes -------------------------------------------------------------------------
+
+    def _healthz(self) -> str:
+        limit = max(self.options.resync, self.options.retry) * 4 + 60
+        stalled = time.monotonic() - self.last_tick
+        return f"controller loop stalled for {stalled:.0f}s" if stalled > limit else ""
+
+    def _readyz(self) -> str:
+        if not self.leading:
+            return ""  # a standby is ready: it waits for the Lease
+        caches = (self.pools, self.configs, self.nodes)
+        return "" if all(i.synced.is_set() for i in caches) else "caches not synced yet"
+
+    def _changed(self, _kind: str, _obj: dict[str, object]) -> None:
+        self.wake.set()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> int:
+        def on_term(_sig: int, _frame: FrameType | None) -> None:
+            self.stop.set()
+            self.wake.set()
+
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+        self.server.start()
+        log.info(
+            "mcd controller %s starting; waiting for lease %s/%s as %s",
+            __version__,
+            self.namespace,
+            LEASE_NAME,
+            self.lease.identity,
+        )
+        try:
+            while not self.stop.is_set():
+                self.last_tick = time.monotonic()
+                if self._try_lease():
+                    return self._lead()
+                self.stop.wait(self.options.retry)
+            return 0
+        finally:
+            self.server.stop()
+
+    def _try_lease(self) -> bool:
+        try:
+            return self.lease.try_acquire_or_renew()
+        except ApiError as e:
+            log.warning("Could not get lease %s: %s", LEASE_NAME, e)
+            return False
+
+    def _lead(self) -> int:
+        log.info("Became leader (lease %s/%s)", self.namespace, LEASE_NAME)
+        self.leading = True
+        self.metrics.leader.set(1)
+        for informer in (self.pools, self.configs, self.nodes):
+            threading.Thread(target=informer.run, args=(self.stop,), daemon=True).start()
+        for informer in (self.pools, self.configs, self.nodes):
+            while not informer.synced.wait(0.1):
+                if self.stop.is_set():
+                    return self._release()
+        renewed = time.monotonic()
+        next_window: datetime | None = None
+        while not self.stop.is_set():
+            self.last_tick = time.monotonic()
+            if time.monotonic() - renewed >= self.options.retry:
+                if self._try_lease():
+                    renewed = time.monotonic()
+                elif time.monotonic() - renewed > self.options.lease_duration:
+                    log.error("Lost lease %s (holder: %s); stopping", LEASE_NAME, self.lease.holder)
+                    self.leading = False
+                    self.metrics.leader.set(0)
+                    return 1
+            self.wake.clear()
+            next_window = self._pass()
+            timeout = min(self.options.resync, self.options.retry)
+            if next_window is not None:
+                until = (next_window - datetime.now(UTC)).total_seconds()
+                timeout = max(0.0, min(timeout, until + 0.5))
+            if self.wake.wait(timeout):
+                self.stop.wait(self.options.settle)  # coalesce a burst of changes
+        return self._release()
+
+    def _pass(self) -> datetime | None:
+        snap = Snapshot(
+            pools=self.pools.items(),
+            configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
+            nodes=self.nodes.items(),
+        )
+        reports = self.syncer.sync_all(snap)
+        self.metrics.syncs.inc()
+        windows = []
+        for report in reports:
+            self.metrics.pool_status(report.name, report.status)
+            if report.rollout.targets:
+                self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
+            if report.next_window is not None:
+                windows.append(report.next_window)
+        return min(windows, default=None)
+
+    def _release(self) -> int:
+        self.lease.release()
+        self.leading = False
+        self.metrics.leader.set(0)
+        log.info("Released lease %s; stopped", LEASE_NAME)
+        return 0

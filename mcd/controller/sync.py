@@ -1,0 +1,282 @@
+"""One pass over every pool: render, roll out, report (upstream's render and node controllers).
+
+Reads come from the informer caches; each write is one request. Per pool:
+
+1. render the MachineConfigs its ``machineConfigSelector`` selects; create the rendered
+   config once (never changed afterwards) and point ``spec.configuration`` at it; a
+   render error is ``RenderDegraded`` and the pool keeps its previous target;
+2. choose the nodes that get ``desiredConfig`` now (:func:`mcd.model.rollout.plan_rollout`),
+   unless the pool is paused;
+3. write the status (counts and conditions) when it changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mcd.cluster.api import ApiError, Obj
+from mcd.cluster.pools import PoolWriter
+from mcd.model.errors import ConfigError
+from mcd.model.machineconfig import MachineConfig, machine_config_from_object
+from mcd.model.plan import Cost, make_plan
+from mcd.model.pools import (
+    NodeView,
+    SelectorError,
+    labels_of,
+    name_of,
+    nodes_for_pool,
+    selector_matches,
+    selects_all,
+    target_of,
+)
+from mcd.model.render import RenderError, render
+from mcd.model.rollout import (
+    MAINTENANCE_WINDOW,
+    Rollout,
+    calculate_status,
+    condition,
+    plan_rollout,
+    render_condition,
+    set_condition,
+)
+from mcd.model.windows import (
+    WINDOW_ANNOTATION,
+    WindowError,
+    WindowState,
+    parse_window,
+    window_state,
+)
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+@dataclass
+class Snapshot:
+    """What the caches hold at the start of a pass."""
+
+    pools: list[Obj]
+    configs: dict[str, Obj]
+    nodes: list[Obj]
+
+
+@dataclass
+class PoolReport:
+    name: str
+    rollout: Rollout
+    status: Obj
+    next_window: datetime | None = None
+
+
+@dataclass
+class Syncer:
+    writer: PoolWriter
+    version: str
+    clock: Clock = field(default=lambda: datetime.now(UTC))
+    observe_config: Callable[[Obj], None] = field(default=lambda _o: None)
+    observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
+
+    def sync_all(self, snap: Snapshot) -> list[PoolReport]:
+        reports = []
+        for pool in snap.pools:
+            try:
+                reports.append(self.sync_pool(pool, snap))
+            except ApiError as e:
+                log.warning("Pool %s: sync failed: %s", name_of(pool), e)
+        return reports
+
+    # -- one pool ---------------------------------------------------------------------
+
+    def sync_pool(self, pool: Obj, snap: Snapshot) -> PoolReport:
+        name = name_of(pool)
+        spec = pool.get("spec") or {}
+        now = self.clock()
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        old = pool.get("status") or {}
+        pool = self._render(pool, snap, stamp)
+        views = [NodeView.of(n) for n in nodes_for_pool(pool, snap.pools, snap.nodes)]
+        window, window_error = self._window(pool, now)
+        rollout = Rollout()
+        if selects_all(spec.get("nodeSelector")):
+            self.writer.event(
+                pool,
+                "SelectingAll",
+                "This machineconfigpool is selecting all nodes. A non-empty selector is required.",
+                warning=True,
+            )
+        else:
+            rollout = self._roll_out(pool, views, snap, window)
+        if rollout.targets:
+            target = target_of(pool)
+            views = [replace(v, desired=target) if v.name in rollout.targets else v for v in views]
+        status = calculate_status(pool, views, stamp, rollout=rollout, window=window)
+        if window_error:
+            set_condition(
+                status["conditions"],
+                MAINTENANCE_WINDOW,
+                False,
+                "InvalidWindow",
+                window_error,
+                stamp,
+            )
+        if any(old.get(k) != v for k, v in status.items()):
+            updated = self.writer.set_status(name, status)
+            self.observe_pool(updated)
+            before = (old.get("configuration") or {}).get("name")
+            after = (status.get("configuration") or {}).get("name")
+            if after and after != before:
+                self.writer.event(
+                    pool, "Completed", f"Pool {name} has completed update to MachineConfig {after}"
+                )
+        return PoolReport(name, rollout, status, window.opens_at if window else None)
+
+    def _render(self, pool: Obj, snap: Snapshot, stamp: str) -> Obj:
+        name = name_of(pool)
+        spec = pool.get("spec") or {}
+        selector = spec.get("machineConfigSelector")
+        if selects_all(selector):
+            self.writer.event(
+                pool,
+                "SelectingAll",
+                "This machineconfigpool is selecting all "
+                "machineconfigs. A non-empty selector is required.",
+                warning=True,
+            )
+            return pool
+        error: str | None = None
+        try:
+            selected = [
+                mc for mc in snap.configs.values() if selector_matches(selector, labels_of(mc))
+            ]
+            if not selected:
+                raise RenderError(
+                    f"no MachineConfigs found matching selector {_describe(selector)}"
+                )
+            rendered = render(name, selected)
+            existing = snap.configs.get(rendered.name)
+            if existing is None:
+                created = self.writer.create_config(rendered.object(pool, self.version))
+                if created is not None:
+                    self.observe_config(created)
+                    snap.configs[rendered.name] = created
+                    self.writer.event(
+                        pool,
+                        "RenderedConfigGenerated",
+                        f"{rendered.name} successfully generated (release version: "
+                        f", controller version: {self.version})",
+                    )
+            elif (existing.get("spec") or {}) != rendered.spec:
+                raise RenderError(
+                    f"rendered MachineConfig {rendered.name} was changed after it was created; "
+                    "delete it to have it rendered again"
+                )
+            source = [
+                {
+                    "apiVersion": "machineconfiguration.openshift.io/v1",
+                    "kind": "MachineConfig",
+                    "name": s,
+                }
+                for s in rendered.sources
+            ]
+            wanted = {"name": rendered.name, "source": source}
+            if (spec.get("configuration") or {}) != wanted:
+                pool = self.writer.set_configuration(name, wanted)
+                self.observe_pool(pool)
+                log.info("Pool %s: now targeting: %s", name, rendered.name)
+                self.writer.event(
+                    pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
+                )
+        except (RenderError, SelectorError) as e:
+            error = f"could not generate rendered MachineConfig: {e}"
+            log.warning("Pool %s: %s", name, error)
+        conditions = render_condition(pool, error, stamp)
+        return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
+
+    def _window(self, pool: Obj, now: datetime) -> tuple[WindowState | None, str]:
+        text = ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
+        if text is None:
+            return None, ""
+        try:
+            window = parse_window(text)
+            zone = ZoneInfo(window.time_zone)
+        except WindowError as e:
+            return WindowState(False, None, None), f"{e}; updates that drain or reboot are held"
+        except (ZoneInfoNotFoundError, ValueError):
+            message = (
+                f"annotation {WINDOW_ANNOTATION}: timeZone: unknown time zone; "
+                "updates that drain or reboot are held"
+            )
+            return WindowState(False, None, None), message
+        return window_state(window, now, zone), ""
+
+    def _roll_out(
+        self, pool: Obj, views: list[NodeView], snap: Snapshot, window: WindowState | None
+    ) -> Rollout:
+        name, target = name_of(pool), target_of(pool)
+        costs: dict[str, Cost | None] = {}
+        rebootless_anytime = True
+        if window is not None and not window.open:
+            text = ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
+            try:
+                rebootless_anytime = parse_window(str(text)).rebootless_anytime
+            except WindowError:
+                rebootless_anytime = False
+            costs = {v.name: update_cost(snap.configs, v.current, target) for v in views}
+        try:
+            rollout = plan_rollout(
+                pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime
+            )
+        except ValueError as e:
+            log.warning("Pool %s: %s", name, e)
+            return Rollout()
+        for node in rollout.targets:
+            self.writer.set_desired(node, target)
+            log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
+        if len(rollout.targets) == 1:
+            self.writer.event(
+                pool,
+                "SetDesiredConfig",
+                f"Targeted node {rollout.targets[0]} to MachineConfig: {target}",
+            )
+        elif rollout.targets:
+            self.writer.event(
+                pool,
+                "SetDesiredConfig",
+                f"Set target for {len(rollout.targets)} nodes to MachineConfig: {target}",
+            )
+        return rollout
+
+
+def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
+    """What moving a node from ``current`` to ``target`` costs (``mcd plan``); None when
+    either config is missing or unreadable (the caller then assumes the worst)."""
+    old, new = _config(configs, current), _config(configs, target)
+    if old is None or new is None:
+        return None
+    plan = make_plan(old, new)
+    return plan.cost if plan.reconcilable else None
+
+
+def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
+    doc = configs.get(name)
+    if doc is None:
+        return None
+    try:
+        return machine_config_from_object(doc, name)
+    except ConfigError:
+        return None
+
+
+def _describe(selector: Any) -> str:
+    labels = (selector or {}).get("matchLabels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or str(selector)
+
+
+def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:
+    return condition((pool.get("status") or {}).get("conditions") or [], kind)
