@@ -55,7 +55,7 @@ class Controller:
         self.namespace = options.namespace or os.environ.get("POD_NAMESPACE") or "default"
         identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         api = load_client(options.kubeconfig)
-        api.user_agent = USER_AGENT
+        api.user_agent = f"{USER_AGENT} ({identity})"  # which replica asked, in audit logs
         self.kube = Kube(api)
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration

@@ -1,0 +1,237 @@
+"""``mcd controller`` end to end: real ``mcd start`` agents on every node, the controller as a
+real subprocess, the fake API server (issue 18).
+
+* three pools (worker, infra, master), six agent nodes, ``maxUnavailable: 2``: a new
+  MachineConfig renders into each pool that selects it and rolls out two nodes at a time,
+  checked over every Node version the API server stored;
+* a pause in the middle: no new ``desiredConfig``, the running update finishes;
+* a second replica idles while the first holds the Lease, and takes over when it stops.
+"""
+
+from __future__ import annotations
+
+import time
+
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.model.vocabulary import Annotation
+from tests.e2e.configs import worker
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.controller_harness import (
+    ControllerProc,
+    Rebooter,
+    boot_on_rendered,
+    create_pool,
+    get_pool,
+    history_mark,
+    label_node,
+    machine_config,
+    patch_pool,
+    pool,
+    pool_condition,
+    replay_unavailable,
+    target,
+    wait,
+)
+from tests.e2e.harness import AgentNode
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.kubecluster import TestCluster
+
+BASE = worker("base")  # app.conf threads=4, a pull secret, a unit, core's key, IMAGE_A
+
+
+def rendered(cluster: TestCluster, pool_name: str, ctl: ControllerProc) -> str:
+    wait(lambda: target(cluster, pool_name) != "", 30, f"pool {pool_name} rendered", ctl.log)
+    return target(cluster, pool_name)
+
+
+def start_pool_nodes(
+    cluster: TestCluster,
+    make_node: NodeFactory,
+    role: str,
+    count: int,
+    config: str,
+    *extra_roles: str,
+) -> list[AgentNode]:
+    nodes = [make_node(f"{role}-{i}") for i in range(count)]
+    for node in nodes:
+        label_node(cluster, node.name, role, *extra_roles)
+        boot_on_rendered(cluster, node, config)
+    for node in nodes:
+        node.wait_ready()
+        node.wait_state("Done", config)
+    return nodes
+
+
+def test_three_pools_six_nodes_max_unavailable_two(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: object
+) -> None:
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    cluster.create(MACHINECONFIGS, machine_config("00-master", "master", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker", max_unavailable=2))
+    create_pool(cluster, pool("infra", ["worker", "infra"], "infra", max_unavailable="50%"))
+    create_pool(cluster, pool("master", ["master"], "master"))
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()  # type: ignore[arg-type]
+    try:
+        first = {p: rendered(cluster, p, ctl) for p in ("worker", "infra", "master")}
+        assert first["worker"].startswith("rendered-worker-")
+        assert first["infra"].startswith("rendered-infra-")
+        workers = start_pool_nodes(cluster, make_node, "worker", 4, first["worker"])
+        infra = start_pool_nodes(cluster, make_node, "infra", 2, first["infra"], "worker")
+        wait(
+            lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
+            30,
+            "worker Updated",
+            ctl.log,
+        )
+
+        # a new MachineConfig for the worker role: a file change that needs a reboot
+        app = worker("app", app="threads=8\n")
+        mark = history_mark(fake_api)
+        cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
+        members = {n.name: "worker" for n in workers} | {n.name: "infra" for n in infra}
+        with Rebooter(workers + infra) as rebooter:
+            for name in ("worker", "infra"):
+                wait(
+                    lambda n=name: target(cluster, n) not in ("", first[n]),  # type: ignore[misc]
+                    30,
+                    f"{name} re-rendered",
+                    ctl.log,
+                )
+            second = {p: target(cluster, p) for p in ("worker", "infra")}
+            for name in ("worker", "infra"):
+                wait(
+                    lambda n=name: (
+                        pool_condition(cluster, n, "Updated").get("status") == "True"  # type: ignore[misc]
+                        and (get_pool(cluster, n)["status"]["configuration"]["name"] == second[n])
+                    ),
+                    180,
+                    f"{name} updated",
+                    ctl.log,
+                )
+            assert not rebooter.errors, rebooter.errors
+    finally:
+        assert ctl.stop() == 0, ctl.log()[-3000:]
+
+    assert target(cluster, "master") == first["master"], "master selects no new config"
+    for node in workers + infra:
+        a = node.annotations()
+        want = second[members[node.name]]
+        assert (a[Annotation.CURRENT_CONFIG], a[Annotation.STATE]) == (want, "Done")
+        assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
+        assert node.reboots_requested() == 1
+    peak = replay_unavailable(fake_api, members, mark)
+    assert peak == {"worker": 2, "infra": 1}, peak
+    status = get_pool(cluster, "worker")["status"]
+    assert {k: status[k] for k in status if k.endswith("achineCount")} == {
+        "machineCount": 4,
+        "updatedMachineCount": 4,
+        "readyMachineCount": 4,
+        "unavailableMachineCount": 0,
+        "degradedMachineCount": 0,
+    }
+    assert [s["name"] for s in get_pool(cluster, "infra")["spec"]["configuration"]["source"]] == [
+        "00-worker",
+        "50-worker-app",
+    ]
+    old = cluster.kube.request("GET", f"{MACHINECONFIGS}/{first['worker']}")
+    assert old["metadata"]["name"] == first["worker"], "a rendered config is kept"
+
+
+def test_pause_mid_rollout_lets_the_running_update_finish(
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: object
+) -> None:
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()  # type: ignore[arg-type]
+    try:
+        first = rendered(cluster, "worker", ctl)
+        nodes = start_pool_nodes(cluster, make_node, "worker", 3, first)
+        with Rebooter(nodes):
+            app = worker("app", app="threads=8\n")
+            cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
+            wait(lambda: target(cluster, "worker") != first, 30, "re-rendered", ctl.log)
+            second = target(cluster, "worker")
+
+            def targeted() -> list[AgentNode]:
+                return [
+                    n for n in nodes if n.annotations().get(Annotation.DESIRED_CONFIG) == second
+                ]
+
+            wait(lambda: len(targeted()) == 1, 30, "first node targeted", ctl.log)
+            patch_pool(cluster, "worker", {"spec": {"paused": True}})
+            (running,) = targeted()
+            running.wait_state("Done", second, timeout=60)  # the update in progress finishes
+            wait(
+                lambda: (
+                    "Pool is paused"
+                    in pool_condition(cluster, "worker", "Updating").get("message", "")
+                ),
+                15,
+                "paused condition",
+                ctl.log,
+            )
+            time.sleep(3)  # three resyncs: nothing new may be targeted
+            assert targeted() == [running]
+            assert pool_condition(cluster, "worker", "Updating")["message"] == (
+                f"Pool is paused; will not update to MachineConfig {second}"
+            )
+            patch_pool(cluster, "worker", {"spec": {"paused": False}})
+            wait(
+                lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
+                120,
+                "updated after unpause",
+                ctl.log,
+            )
+    finally:
+        assert ctl.stop() == 0, ctl.log()[-3000:]
+    assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
+
+
+def test_second_replica_waits_while_the_first_holds_the_lease(
+    kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: object
+) -> None:
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    a = ControllerProc(cluster, tmp_path, "a", ns).start()  # type: ignore[arg-type]
+    b: ControllerProc | None = None
+    try:
+        rendered(cluster, "worker", a)
+        wait(lambda: a.metric("mcd_controller_leader") == 1, 15, "a leads", a.log)
+        b = ControllerProc(cluster, tmp_path, "b", ns).start()  # type: ignore[arg-type]
+        wait(lambda: b.get("/readyz")[0] == 200, 15, "b ready", b.log)
+        fake_api.reset_log()
+        time.sleep(4)
+        assert a.proc is not None and b.proc is not None
+        by_b = [(r.method, r.path) for r in fake_api.requests if f"_{b.proc.pid})" in r.user_agent]
+        by_a = [r for r in fake_api.requests if f"_{a.proc.pid})" in r.user_agent]
+        lease = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mcd-controller"
+        assert by_b and set(by_b) == {("GET", lease)}, "a standby only asks for the Lease"
+        assert any(r.method == "PUT" and r.path == lease for r in by_a), "the leader renews"
+        assert b.metric("mcd_controller_leader") == 0
+        assert a.metric("mcd_controller_leader") == 1
+        assert b.metric("mcd_controller_syncs_total") == 0, "a standby runs no pass"
+        assert a.metric("mcd_controller_syncs_total") >= 1
+        holder = cluster.kube.request("GET", lease)["spec"]["holderIdentity"]
+        assert holder.endswith(f"_{a.proc.pid}")
+        assert a.stop() == 0  # releases the Lease: b takes over at once
+        wait(lambda: b.metric("mcd_controller_leader") == 1, 10, "b leads", b.log)
+        patch_pool(cluster, "worker", {"spec": {"maxUnavailable": 2}})
+        wait(
+            lambda: (
+                get_pool(cluster, "worker")["status"].get("observedGeneration")
+                == get_pool(cluster, "worker")["metadata"]["generation"]
+            ),
+            10,
+            "b syncs",
+            b.log,
+        )
+    finally:
+        a.stop()
+        if b is not None:
+            assert b.stop() == 0, b.log()[-3000:]
