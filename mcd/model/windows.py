@@ -9,7 +9,7 @@ A pool opts in with the annotation ``mcd-project.github.io/maintenance-window``,
 
 * ``days``: the days a window starts on (``Mon`` .. ``Sun``; default every day);
 * ``start``: local ``HH:MM`` in ``timeZone`` (IANA name, default ``UTC``);
-* ``duration``: ``90m``, ``4h``, ``1h30m`` (at most 7 days);
+* ``duration``: ``90m``, ``4h``, ``1h30m``, ``45s`` (at most 7 days);
 * ``rebootless``: ``anytime`` (default) lets updates that need no drain and no reboot
   start outside the window; ``window`` holds them for the window as well.
 
@@ -27,7 +27,7 @@ import yaml
 
 WINDOW_ANNOTATION = "mcd-project.github.io/maintenance-window"
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?$")
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _START = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _KEYS = frozenset({"days", "start", "duration", "timeZone", "rebootless"})
 
@@ -118,8 +118,8 @@ def parse_duration(value: object) -> timedelta:
     if match is None or not any(match.groups()):
         expected = "expected a duration such as 90m, 4h or 1h30m"
         raise WindowError("duration", f"{expected}, got {value!r}")
-    d, h, m = (int(g or 0) for g in match.groups())
-    duration = timedelta(days=d, hours=h, minutes=m)
+    d, h, m, sec = (int(g or 0) for g in match.groups())
+    duration = timedelta(days=d, hours=h, minutes=m, seconds=sec)
     if not timedelta(0) < duration <= timedelta(days=7):
         raise WindowError("duration", "must be more than 0 and at most 7 days")
     return duration

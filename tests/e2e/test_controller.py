@@ -10,10 +10,19 @@ real subprocess, the fake API server (issue 18).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.node import annotations_of
+from mcd.host.rpmostree import RETRY_ENV
 from mcd.model.vocabulary import Annotation
+from mcd.model.windows import WINDOW_ANNOTATION
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.controller_harness import (
@@ -32,7 +41,8 @@ from tests.e2e.controller_harness import (
     target,
     wait,
 )
-from tests.e2e.harness import AgentNode
+from tests.e2e.harness import IMAGE_B, REPO, AgentNode
+from tests.fakes import rpm_ostree
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
@@ -235,3 +245,201 @@ def test_second_replica_waits_while_the_first_holds_the_lease(
         a.stop()
         if b is not None:
             assert b.stop() == 0, b.log()[-3000:]
+
+
+def test_a_degraded_node_stops_the_rollout_until_it_recovers(
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: object
+) -> None:
+    """maxUnavailable 2 over three nodes: the first two go together; node 0 cannot pull the
+    new OS image and goes Degraded. Upstream would still start node 2 (a failing node only
+    takes one slot); mcd stops the rollout and says why, until node 0 recovers."""
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker", max_unavailable=2))
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()  # type: ignore[arg-type]
+    try:
+        first = rendered(cluster, "worker", ctl)
+        nodes = []
+        for i in range(3):
+            node = make_node(f"worker-{i}")
+            node.base_env[RETRY_ENV] = "0.01"
+            label_node(cluster, node.name, "worker")
+            boot_on_rendered(cluster, node, first)
+            nodes.append(node)
+        for node in nodes:
+            node.wait_state("Done", first)
+        broken = nodes[0]
+        state = broken.rpm()
+        state["fail"]["rebase"] = "error: pinging container registry quay.io: connection refused"
+        state["fail_times"]["rebase"] = 10_000
+        rpm_ostree.save(broken.rpm_state, state)
+        with Rebooter(nodes):
+            image = {"spec": {"osImageURL": IMAGE_B}}
+            cluster.create(MACHINECONFIGS, machine_config("60-os", "worker", image))
+            wait(lambda: target(cluster, "worker") != first, 30, "re-rendered", ctl.log)
+            second = target(cluster, "worker")
+            broken.wait_state("Degraded", timeout=60)
+            nodes[1].wait_state("Done", second, timeout=60)
+            wait(
+                lambda: pool_condition(cluster, "worker", "NodeDegraded").get("status") == "True",
+                15,
+                "NodeDegraded",
+                ctl.log,
+            )
+            time.sleep(3)  # three passes: node 2 must not be targeted
+            assert nodes[2].annotations()[Annotation.DESIRED_CONFIG] == first
+            degraded = pool_condition(cluster, "worker", "NodeDegraded")
+            assert degraded["reason"] == "1 nodes are reporting degraded status on sync"
+            assert degraded["message"].startswith(f"Node {broken.name} is reporting: ")
+            assert "connection refused" in degraded["message"]
+            assert pool_condition(cluster, "worker", "Degraded")["status"] == "True"
+            updating = pool_condition(cluster, "worker", "Updating")["message"]
+            assert updating.endswith(f"; stopped: {broken.name} failed to apply it")
+            assert get_pool(cluster, "worker")["status"]["degradedMachineCount"] == 1
+
+            state = broken.rpm()  # the registry is back: node 0 recovers, the rollout goes on
+            state["fail"].pop("rebase")
+            rpm_ostree.save(broken.rpm_state, state)
+            wait(
+                lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
+                120,
+                "updated after recovery",
+                ctl.log,
+            )
+    finally:
+        assert ctl.stop() == 0, ctl.log()[-3000:]
+    assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
+    for node in nodes:
+        (booted,) = [d for d in node.rpm()["deployments"] if d["booted"]]
+        assert booted["container-image-reference"].endswith(IMAGE_B)
+    assert pool_condition(cluster, "worker", "NodeDegraded")["status"] == "False"
+
+
+def play_agent(cluster: TestCluster, node: str, config: str) -> None:
+    """What an agent reports once an update is done (this test runs no agents)."""
+    cluster.annotate(
+        node,
+        {
+            Annotation.CURRENT_CONFIG: config,
+            Annotation.DESIRED_CONFIG: config,
+            Annotation.STATE: "Done",
+        },
+    )
+
+
+def test_a_window_closing_with_nodes_left(kube_cluster: TestCluster, tmp_path: Path) -> None:
+    """The window opened at the start of this minute and closes 12 s from now. One node
+    starts inside it; the window closes while it is still updating: it finishes, the two nodes left wait, and the pool and
+    ``mcd plan --pool`` say when the window opens next (a week later: one day a week)."""
+    now = datetime.now(UTC)
+    opens = now.replace(second=0, microsecond=0)
+    window = json.dumps(
+        {
+            "days": [opens.strftime("%a")],
+            "start": opens.strftime("%H:%M"),
+            "duration": f"{now.second + 12}s",
+            "timeZone": "UTC",
+        }
+    )
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(
+        cluster, pool("worker", ["worker"], "worker", annotations={WINDOW_ANNOTATION: window})
+    )
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()
+    try:
+        first = rendered(cluster, "worker", ctl)
+        names = [cluster.node(f"worker-{i}") for i in range(3)]
+        for name in names:
+            label_node(cluster, name, "worker")
+            play_agent(cluster, name, first)
+        wait(
+            lambda: (
+                pool_condition(cluster, "worker", "MaintenanceWindow").get("reason") == "WindowOpen"
+            ),
+            15,
+            "window open",
+            ctl.log,
+        )
+        cluster.create(
+            MACHINECONFIGS,
+            machine_config("50-worker-app", "worker", worker("app", app="threads=8\n")),
+        )
+        wait(lambda: target(cluster, "worker") != first, 15, "re-rendered", ctl.log)
+        second = target(cluster, "worker")
+
+        def targeted() -> list[str]:
+            return [
+                n
+                for n in names
+                if annotations_of(cluster.get_node(n)).get(Annotation.DESIRED_CONFIG) == second
+            ]
+
+        wait(lambda: len(targeted()) == 1, 15, "one node targeted inside the window", ctl.log)
+        (running,) = targeted()
+        assert running == names[0], "upstream order: the oldest node first"
+        wait(
+            lambda: (
+                pool_condition(cluster, "worker", "MaintenanceWindow").get("reason")
+                == "WindowClosed"
+            ),
+            30,
+            "window closed",
+            ctl.log,
+        )
+        play_agent(cluster, running, second)  # the update in progress finishes after closing
+        next_open = (opens + timedelta(days=7)).isoformat(timespec="minutes")
+        closed = f"maintenance window closed; next opens at {next_open}"
+        wait(
+            lambda: (
+                "wait for the maintenance window"
+                in pool_condition(cluster, "worker", "Updating").get("message", "")
+            ),
+            15,
+            "held nodes reported",
+            ctl.log,
+        )
+        time.sleep(3)  # three passes: nothing else starts outside the window
+        assert targeted() == [running]
+        assert pool_condition(cluster, "worker", "MaintenanceWindow")["message"] == closed
+        assert pool_condition(cluster, "worker", "Updating")["message"] == (
+            f"All nodes are updating to MachineConfig {second}; 2 nodes wait for the "
+            f"maintenance window ({closed})"
+        )
+        status = get_pool(cluster, "worker")["status"]
+        assert (status["updatedMachineCount"], status["unavailableMachineCount"]) == (1, 0)
+
+        plan = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcd",
+                "plan",
+                "--pool",
+                "worker",
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert plan.returncode == 0, plan.stderr
+        lines = plan.stdout.splitlines()
+        assert lines[0] == "Pool worker: 3 nodes, maxUnavailable 1, paused: no"
+        assert f"Target: {second} (exists)" in lines
+        assert f"Maintenance window: {closed}" in lines
+        rows = {
+            line.split()[0]: line.split()
+            for line in lines
+            if line.split()[:1] and line.split()[0] in names
+        }
+        assert rows[names[0]][1:3] == [second, "none"]
+        assert rows[names[1]][1:] == [first, "update", "reboot", "yes", "yes", "1"]
+        assert rows[names[2]][1:] == [first, "update", "reboot", "yes", "yes", "2"]
+    finally:
+        assert ctl.stop() == 0, ctl.log()[-3000:]
