@@ -18,6 +18,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import yaml
+
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
 from mcd.host.rpmostree import RETRY_ENV
@@ -443,3 +445,76 @@ def test_a_window_closing_with_nodes_left(kube_cluster: TestCluster, tmp_path: P
         assert rows[names[2]][1:] == [first, "update", "reboot", "yes", "yes", "2"]
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
+
+
+RBAC = REPO / "daemonset" / "05-controller-rbac.yaml"
+
+
+def test_controller_rbac_is_exactly_what_it_uses(
+    kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    """Every request the controller makes while it renders, rolls out and reports (Lease,
+    informers, rendered config, pool spec and status, desiredConfig, Events) is allowed by
+    daemonset/05-controller-rbac.yaml, and every rule there is used."""
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()
+    try:
+        first = rendered(cluster, "worker", ctl)
+        names = [cluster.node(f"worker-{i}") for i in range(2)]
+        for name in names:
+            label_node(cluster, name, "worker")
+            play_agent(cluster, name, first)
+        app = worker("app", app="threads=8\n")
+        cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
+        wait(lambda: target(cluster, "worker") != first, 15, "re-rendered", ctl.log)
+        second = target(cluster, "worker")
+        for name in names:
+            wait(
+                lambda n=name: (
+                    annotations_of(cluster.get_node(n)).get(  # type: ignore[misc]
+                        Annotation.DESIRED_CONFIG
+                    )
+                    == second
+                ),
+                15,
+                "targeted",
+                ctl.log,
+            )
+            play_agent(cluster, name, second)
+        wait(
+            lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
+            15,
+            "updated",
+            ctl.log,
+        )
+    finally:
+        assert ctl.stop() == 0, ctl.log()[-3000:]
+    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    granted = {
+        (g, r, v)
+        for d in docs
+        if d["kind"] in ("ClusterRole", "Role")
+        for rule in d["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    used = {
+        permission(r.path, r.verb)
+        for r in fake_api.requests
+        if r.user_agent.startswith("machine-config-controller")
+        and r.path.startswith(("/api/", "/apis/"))
+    }
+    assert used - granted == set(), "the controller made requests its roles do not allow"
+    assert granted - used == set(), "the roles allow requests the controller never makes"
+
+
+def permission(path: str, verb: str) -> tuple[str, str, str]:
+    parts = [p for p in path.split("/") if p]
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    return group, rest[0] + (f"/{rest[2]}" if len(rest) > 2 else ""), verb
