@@ -19,6 +19,7 @@ from pathlib import Path
 from bench.agent import bench_idle, bench_update_latency
 from bench.cluster import bench_drain, bench_update_requests
 from bench.common import Row, print_table, progress
+from bench.controller import bench_controller_requests, bench_render
 from bench.engine import bench_plan, bench_validate
 from bench.host import bench_apply_files
 
@@ -36,6 +37,8 @@ def steps(tmp: Path, idle_seconds: float | None) -> list[tuple[str, Callable[[],
             lambda: [bench_update_latency(tmp / "l1000", files=1000, rounds=3)],
         ),
         ("idle mcd start", lambda: bench_idle(tmp / "idle", idle_seconds)),
+        ("render 20 MachineConfigs", lambda: [bench_render()]),
+        ("controller requests per node update", lambda: [bench_controller_requests()]),
     ]
 
 

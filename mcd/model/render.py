@@ -95,9 +95,9 @@ def render(pool_name: str, configs: Sequence[Mapping[str, Any]]) -> Rendered:
     for spec in specs:
         raw = spec.get("config")
         if ignition is None:
-            ignition = ignition_merge.to_spec3(raw)
+            ignition = ignition_merge.to_spec3(raw, parsed=True)
         elif raw is not None:
-            child = ignition_merge.to_spec3(raw)
+            child = ignition_merge.to_spec3(raw, parsed=True)
             # As upstream (butane#332): a child's file without a compression clears the
             # parent's, so new plain contents never inherit an old "gzip".
             for entry in (child.get("storage") or {}).get("files") or []:
