@@ -228,13 +228,11 @@ class Syncer:
             except WindowError:
                 rebootless_anytime = False
             costs = {v.name: update_cost(snap.configs, v.current, target) for v in views}
-        try:
-            rollout = plan_rollout(
-                pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime
-            )
-        except ValueError as e:
-            log.warning("Pool %s: %s", name, e)
-            return Rollout()
+        rollout = plan_rollout(
+            pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime
+        )
+        if rollout.error:
+            log.warning("Pool %s: %s", name, rollout.error)
         for node in rollout.targets:
             self.writer.set_desired(node, target)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)

@@ -37,6 +37,7 @@ PAUSED = "paused"
 NODE_FAILING = "degraded"
 NO_CAPACITY = "capacity"
 WINDOW = "window"
+INVALID = "invalid"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class Rollout:
     capacity: int = 0
     blocked: str = ""
     failing: tuple[str, ...] = ()
+    error: str = ""
+    """Why the pool cannot roll out at all (an invalid ``maxUnavailable``)."""
 
 
 def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
@@ -72,7 +75,7 @@ def plan_rollout(
     """The nodes to move to the pool's target config now.
 
     ``costs`` maps node names to their update's cost (only consulted with a ``window``);
-    ``ValueError`` for an invalid ``maxUnavailable``.
+    an invalid ``maxUnavailable`` stops the rollout with ``error`` set.
     """
     target = target_of(pool)
     if not target:
@@ -82,7 +85,10 @@ def plan_rollout(
     waiting = tuple(n.name for n in upstream_order(need))
     if spec.get("paused"):
         return Rollout(waiting=waiting, blocked=PAUSED)
-    limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
+    try:
+        limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
+    except ValueError as e:
+        return Rollout(waiting=waiting, blocked=INVALID, error=str(e))
     failing = tuple(n.name for n in nodes if n.desired == target and n.degraded)
     if failing:
         return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing)
@@ -187,7 +193,9 @@ def calculate_status(
             set_condition(conditions, UPDATING, False, "", message, now)
         else:
             message = f"All nodes are updating to {line}"
-            if rollout is not None and rollout.blocked == NODE_FAILING:
+            if rollout is not None and rollout.blocked == INVALID:
+                message += f"; stopped: {rollout.error}"
+            elif rollout is not None and rollout.blocked == NODE_FAILING:
                 message += f"; stopped: {', '.join(rollout.failing)} failed to apply it"
             elif rollout is not None and rollout.held and window is not None:
                 message += (

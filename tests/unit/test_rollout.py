@@ -372,3 +372,15 @@ def test_node_view_reads_the_node() -> None:
     assert (n.current, n.desired, n.state, n.zone) == (V0, V1, "Working", "z1")
     assert not n.ready and n.not_ready_reason == "node n is reporting OutOfDisk=True"
     assert n.unavailable and not n.done
+
+
+def test_an_invalid_max_unavailable_stops_the_rollout_and_says_why() -> None:
+    p = pool(max_unavailable="50 percent")
+    nodes = [node("a", V0, V0)]
+    decision = plan_rollout(p, nodes)
+    assert decision.targets == () and decision.error.startswith('maxUnavailable: invalid value "')
+    updating = condition(
+        calculate_status(p, nodes, NOW, rollout=decision)["conditions"], "Updating"
+    )
+    assert updating is not None
+    assert updating["message"].endswith('; stopped: maxUnavailable: invalid value "50 percent"')
