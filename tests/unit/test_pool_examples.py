@@ -1,0 +1,43 @@
+"""The README's quick start files render, and their pools parse (executable docs)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import yaml
+
+from mcd.model.pools import labels_of, max_unavailable, selector_matches
+from mcd.model.render import render
+from mcd.model.windows import WINDOW_ANNOTATION, parse_window, window_state
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pools"
+
+
+def load(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((EXAMPLES / name).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_the_quick_start_renders_for_both_pools() -> None:
+    configs = [load("00-worker.yaml"), load("50-worker-chrony.yaml")]
+    worker, infra = load("worker.yaml"), load("infra.yaml")
+    for pool in (worker, infra):
+        selected = [c for c in configs
+                    if selector_matches(pool["spec"]["machineConfigSelector"], labels_of(c))]  # fmt: skip
+        assert len(selected) == 2
+        out = render(pool["metadata"]["name"], selected)
+        assert out.name.startswith(f"rendered-{pool['metadata']['name']}-")
+        paths = [f["path"] for f in out.spec["config"]["storage"]["files"]]
+        assert paths == ["/etc/motd", "/etc/chrony.d/50-pool.conf"]
+        assert out.spec["kernelArguments"] == ["nosmt"]
+    assert max_unavailable(worker["spec"]["maxUnavailable"], 10) == 2
+    assert max_unavailable(infra["spec"]["maxUnavailable"], 30) == 3
+    window = parse_window(worker["metadata"]["annotations"][WINDOW_ANNOTATION])
+    monday = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    state = window_state(window, monday, ZoneInfo(window.time_zone))
+    assert not state.open
+    assert state.opens_at is not None and state.opens_at.isoformat() == "2026-11-28T01:00:00+01:00"
