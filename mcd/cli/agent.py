@@ -11,6 +11,7 @@ import click
 
 from mcd.agent.daemon import Agent, Options
 from mcd.agent.inspect import node_report, render_report
+from mcd.cli import pools
 from mcd.cli.common import (
     fail,
 )
@@ -101,7 +102,8 @@ def status_command(
         fail(str(e))
     except ApiError as e:
         fail(f"cannot read node {name}: {e}")
+    pool_lines, pool = pools.status_pool_lines(kube, name)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        click.echo(json.dumps({**report.to_json(), **({"pool": pool} if pool else {})}, indent=2))
     else:
-        click.echo(render_report(report), nl=False)
+        click.echo(render_report(report) + "".join(f"{line}\n" for line in pool_lines), nl=False)

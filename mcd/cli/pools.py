@@ -16,7 +16,12 @@ from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import NODES, POOLS
-from mcd.controller.preview import describe_preview, preview_pool
+from mcd.controller.preview import (
+    describe_pool_summary,
+    describe_preview,
+    node_pool_summary,
+    preview_pool,
+)
 from mcd.controller.run import Controller, ControllerOptions
 from mcd.host.journal import configure_logging
 from mcd.model.windows import (
@@ -159,3 +164,15 @@ def _window(pool: dict[str, object]) -> WindowState | None:
         return window_state(window, datetime.now(UTC), ZoneInfo(window.time_zone))
     except (WindowError, ZoneInfoNotFoundError, ValueError):
         return None
+
+
+def status_pool_lines(kube: Kube, node_name: str) -> tuple[list[str], dict[str, str]]:
+    """``mcd status``'s pool lines and JSON: the node's pool and when its window opens.
+    Nothing when pools cannot be read (no CRD, or the agent's own account may not)."""
+    try:
+        node = kube.request("GET", f"{NODES}/{node_name}")
+        pools = kube.request("GET", POOLS).get("items") or []
+    except ApiError:
+        return [], {}
+    summary = node_pool_summary(node, pools)
+    return describe_pool_summary(summary), summary

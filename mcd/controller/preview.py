@@ -18,15 +18,18 @@ from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.pools import (
     NodeView,
+    SelectorError,
     labels_of,
     max_unavailable,
     name_of,
     nodes_for_pool,
+    primary_pool,
     selector_matches,
     target_of,
     upstream_order,
 )
 from mcd.model.render import RenderError, render
+from mcd.model.rollout import MAINTENANCE_WINDOW
 from mcd.model.windows import WINDOW_ANNOTATION, WindowState
 
 Obj = dict[str, Any]
@@ -191,3 +194,37 @@ def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
         if n.reason:
             lines.append(f"{n.name}: {n.reason}")
     return "\n".join(lines) + "\n"
+
+
+def node_pool_summary(node: Obj, pools: Sequence[Obj]) -> dict[str, str]:
+    """For ``mcd status``: the node's pool, whether it is paused, and its maintenance window."""
+    try:
+        found = primary_pool(node, pools)
+    except SelectorError as e:
+        return {"pool": "", "error": str(e)}
+    if found is None:
+        return {"pool": ""}
+    conditions = (found.get("status") or {}).get("conditions") or []
+    window = next((c for c in conditions if c.get("type") == MAINTENANCE_WINDOW), None)
+    summary = {
+        "pool": name_of(found),
+        "paused": "yes" if (found.get("spec") or {}).get("paused") else "no",
+        "target": target_of(found),
+    }
+    if window is not None:
+        summary["maintenanceWindow"] = str(window.get("message") or window.get("reason") or "")
+    return summary
+
+
+def describe_pool_summary(summary: Mapping[str, str]) -> list[str]:
+    if summary.get("error"):
+        return [f"Pool:            none ({summary['error']})"]
+    if not summary.get("pool"):
+        return ["Pool:            none"]
+    lines = [
+        f"Pool:            {summary['pool']} (target {summary.get('target') or '-'}, "
+        f"paused {summary.get('paused', 'no')})"
+    ]
+    if "maintenanceWindow" in summary:
+        lines.append(f"Window:          {summary['maintenanceWindow']}")
+    return lines

@@ -443,6 +443,16 @@ def test_a_window_closing_with_nodes_left(kube_cluster: TestCluster, tmp_path: P
         assert rows[names[0]][1:3] == [second, "none"]
         assert rows[names[1]][1:] == [first, "update", "reboot", "yes", "yes", "1"]
         assert rows[names[2]][1:] == [first, "update", "reboot", "yes", "yes", "2"]
+
+        status = subprocess.run(
+            [sys.executable, "-m", "mcd", "status", "--node", names[1],
+             "--kubeconfig", str(cluster.kubeconfig)],
+            check=False, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert status.returncode == 0, status.stderr
+        assert f"Pool:            worker (target {second}, paused no)" in status.stdout
+        assert f"Window:          {closed}" in status.stdout
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
 
