@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit bench bench-ratios faults scale format
+.PHONY: demo lint test unit bench bench-ratios faults scale rollout format
 
 demo:
 	rm -rf build/demo-root
@@ -36,6 +36,10 @@ faults:
 
 scale:
 	$(BIN)/python -m bench.scale
+
+# mcd controller over 50 agents, maxUnavailable 10, against the ideal pace
+rollout:
+	$(BIN)/python -m bench.rollout
 
 test: lint unit bench-ratios
 

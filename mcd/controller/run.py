@@ -5,9 +5,10 @@ it only asks for the Lease every ``retry`` seconds and starts no watch (a standb
 one request per retry). The leader lists and watches Nodes, MachineConfigPools and
 MachineConfigs, and runs a pass over all pools whenever one of them changes (changes
 arriving together are coalesced), at the latest every ``resync`` seconds, and when a
-maintenance window opens. It renews the Lease between passes; a leader that cannot renew
-within the Lease duration stops with exit code 1 (as client-go's ``OnStoppedLeading``),
-so two replicas never act at once. SIGTERM releases the Lease.
+maintenance window opens. It renews the Lease between passes; a leader that finds another
+holder, or cannot renew within two thirds of the Lease duration, stops with exit code 1 (as
+client-go's ``OnStoppedLeading``), so two replicas never act at once. SIGTERM releases the
+Lease.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Controller:
             __version__,
             observe_config=self.configs.observe,
             observe_pool=self.pools.observe,
+            observe_node=self.nodes.observe,
         )
         self.leading = False
         self.last_tick = time.monotonic()
@@ -146,7 +148,12 @@ class Controller:
             if time.monotonic() - renewed >= self.options.retry:
                 if self._try_lease():
                     renewed = time.monotonic()
-                elif time.monotonic() - renewed > self.options.lease_duration:
+                elif (
+                    self.lease.holder not in ("", self.lease.identity)
+                    or time.monotonic() - renewed > self.options.lease_duration * 2 / 3
+                ):
+                    # client-go's renewDeadline: stop acting well before a standby may
+                    # take the Lease (leaseDurationSeconds after the last renewal)
                     log.error("Lost lease %s (holder: %s); stopping", LEASE_NAME, self.lease.holder)
                     self.leading = False
                     self.metrics.leader.set(0)

@@ -81,6 +81,9 @@ class Syncer:
     clock: Clock = field(default=lambda: datetime.now(UTC))
     observe_config: Callable[[Obj], None] = field(default=lambda _o: None)
     observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
+    observe_node: Callable[[Obj], None] = field(default=lambda _o: None)
+    """Each written object goes back into the caches at once, so the next pass never
+    counts a node it just targeted as still waiting (which could exceed maxUnavailable)."""
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
         reports = []
@@ -234,7 +237,7 @@ class Syncer:
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
         for node in rollout.targets:
-            self.writer.set_desired(node, target)
+            self.observe_node(self.writer.set_desired(node, target))
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
         if len(rollout.targets) == 1:
             self.writer.event(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -528,3 +529,31 @@ def permission(path: str, verb: str) -> tuple[str, str, str]:
     if rest[:1] == ["namespaces"] and len(rest) > 2:
         rest = rest[2:]
     return group, rest[0] + (f"/{rest[2]}" if len(rest) > 2 else ""), verb
+
+
+def test_a_killed_leader_is_replaced_once_its_lease_expires(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """SIGKILL: no release. The standby takes the Lease once it is older than its duration
+    (3 s here) and carries on: a new MachineConfig still renders."""
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    a = ControllerProc(cluster, tmp_path, "a", ns).start()
+    b = ControllerProc(cluster, tmp_path, "b", ns)
+    try:
+        first = rendered(cluster, "worker", a)
+        wait(lambda: a.metric("mcd_controller_leader") == 1, 15, "a leads", a.log)
+        b.start()
+        wait(lambda: b.get("/readyz")[0] == 200, 15, "b ready", b.log)
+        a.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        wait(lambda: b.metric("mcd_controller_leader") == 1, 15, "b leads", b.log)
+        assert time.monotonic() - killed >= 2.0, "the Lease was taken before it expired"
+        app = worker("app", app="threads=8\n")
+        cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
+        wait(lambda: target(cluster, "worker") not in ("", first), 15, "b renders", b.log)
+    finally:
+        a.stop()
+        assert b.stop() == 0, b.log()[-3000:]
