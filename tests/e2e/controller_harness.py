@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from mcd.cluster.api import Kube, load_client
 from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.informer import Informer
 from mcd.cluster.pools import POOLS
 from mcd.model.rollout import condition
 from mcd.model.vocabulary import Annotation
@@ -95,6 +97,7 @@ class ControllerProc:
 def machine_config(name: str, role: str, doc: Obj) -> Obj:
     """A user's MachineConfig from a test config document, labelled for ``role``."""
     out = {k: v for k, v in doc.items() if k != "metadata"}
+    out.update(apiVersion="machineconfiguration.openshift.io/v1", kind="MachineConfig")
     out["metadata"] = {"name": name, "labels": {ROLE: role}}
     return out
 
@@ -253,3 +256,33 @@ def _unavailable(node: Obj) -> bool:
         return True
     current, desired = a.get(Annotation.CURRENT_CONFIG), a.get(Annotation.DESIRED_CONFIG)
     return current != desired or a.get(Annotation.STATE) != "Done"
+
+
+class NodeMonitor:
+    """For a real cluster (no stored history to replay): a watch on all Nodes, the peak of
+    unavailable nodes per pool computed after every event the API server sends."""
+
+    def __init__(self, cluster: TestCluster, members: dict[str, str]) -> None:
+        self.members = members
+        self.peak = dict.fromkeys(set(members.values()), 0)
+        self.events = 0
+        self.stop = threading.Event()
+        self.informer = Informer(Kube(load_client(str(cluster.kubeconfig))), "/api/v1/nodes",
+                                 self._changed)  # fmt: skip
+        self.thread = threading.Thread(target=self.informer.run, args=(self.stop,), daemon=True)
+
+    def __enter__(self) -> NodeMonitor:
+        self.thread.start()
+        self.informer.synced.wait(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+    def _changed(self, _kind: str, _obj: Obj) -> None:
+        self.events += 1
+        nodes = {n["metadata"]["name"]: n for n in self.informer.items()}
+        for pool_name in self.peak:
+            count = sum(1 for n, obj in nodes.items()
+                        if self.members.get(n) == pool_name and _unavailable(obj))  # fmt: skip
+            self.peak[pool_name] = max(self.peak[pool_name], count)

@@ -10,17 +10,21 @@ real subprocess, the fake API server (issue 18).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 
+from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
 from mcd.host.rpmostree import RETRY_ENV
@@ -30,6 +34,7 @@ from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.controller_harness import (
     ControllerProc,
+    NodeMonitor,
     Rebooter,
     boot_on_rendered,
     create_pool,
@@ -48,6 +53,34 @@ from tests.e2e.harness import IMAGE_B, REPO, AgentNode
 from tests.fakes import rpm_ostree
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
+
+CRDS = ("01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml")
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+@pytest.fixture(autouse=True)
+def _crds(kube_cluster: TestCluster) -> Iterator[None]:
+    """On a real cluster: install the two CRDs (the fake serves them built in), and after the
+    test remove the rendered configs the controller made (their pool is gone, and the
+    garbage collector would remove them under the next test's feet)."""
+    if kube_cluster.fake is not None:
+        yield
+        return
+    for name in CRDS:
+        doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
+        with contextlib.suppress(ApiError):
+            kube_cluster.kube.request("POST", CRD_PATH, body=doc)
+        wait(lambda d=doc: any(  # type: ignore[misc]
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (kube_cluster.kube.request("GET", f"{CRD_PATH}/{d['metadata']['name']}")
+                      .get("status") or {}).get("conditions") or []
+        ), 30, f"CRD {name} established")  # fmt: skip
+    yield
+    for mc in kube_cluster.kube.request("GET", MACHINECONFIGS).get("items") or []:
+        if mc["metadata"]["name"].startswith("rendered-"):
+            with contextlib.suppress(ApiError):
+                kube_cluster.kube.request("DELETE", f"{MACHINECONFIGS}/{mc['metadata']['name']}")
+
 
 BASE = worker("base")  # app.conf threads=4, a pull secret, a unit, core's key, IMAGE_A
 
@@ -76,7 +109,7 @@ def start_pool_nodes(
 
 
 def test_three_pools_six_nodes_max_unavailable_two(
-    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: object
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: object
 ) -> None:
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
@@ -101,9 +134,14 @@ def test_three_pools_six_nodes_max_unavailable_two(
 
         # a new MachineConfig for the worker role: a file change that needs a reboot
         app = worker("app", app="threads=8\n")
-        mark = history_mark(fake_api)
-        cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
+        fake = cluster.fake
+        mark = history_mark(fake) if fake is not None else None
         members = {n.name: "worker" for n in workers} | {n.name: "infra" for n in infra}
+        # on a real cluster, a watch sees every change instead of the fake's stored history
+        monitor = NodeMonitor(cluster, members) if fake is None else None
+        if monitor is not None:
+            monitor.__enter__()
+        cluster.create(MACHINECONFIGS, machine_config("50-worker-app", "worker", app))
         with Rebooter(workers + infra) as rebooter:
             for name in ("worker", "infra"):
                 wait(
@@ -126,6 +164,8 @@ def test_three_pools_six_nodes_max_unavailable_two(
             assert not rebooter.errors, rebooter.errors
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
+        if monitor is not None:
+            monitor.__exit__()
 
     assert target(cluster, "master") == first["master"], "master selects no new config"
     for node in workers + infra:
@@ -134,7 +174,11 @@ def test_three_pools_six_nodes_max_unavailable_two(
         assert (a[Annotation.CURRENT_CONFIG], a[Annotation.STATE]) == (want, "Done")
         assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
         assert node.reboots_requested() == 1
-    peak = replay_unavailable(fake_api, members, mark)
+    if fake is not None and mark is not None:
+        peak = replay_unavailable(fake, members, mark)
+    else:
+        assert monitor is not None and monitor.events >= 6 * 3, "every node change was seen"
+        peak = monitor.peak
     assert peak == {"worker": 2, "infra": 1}, peak
     status = get_pool(cluster, "worker")["status"]
     assert {k: status[k] for k in status if k.endswith("achineCount")} == {
@@ -205,7 +249,7 @@ def test_pause_mid_rollout_lets_the_running_update_finish(
 
 
 def test_second_replica_waits_while_the_first_holds_the_lease(
-    kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: object
+    kube_cluster: TestCluster, tmp_path: object
 ) -> None:
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
@@ -218,14 +262,17 @@ def test_second_replica_waits_while_the_first_holds_the_lease(
         wait(lambda: a.metric("mcd_controller_leader") == 1, 15, "a leads", a.log)
         b = ControllerProc(cluster, tmp_path, "b", ns).start()  # type: ignore[arg-type]
         wait(lambda: b.get("/readyz")[0] == 200, 15, "b ready", b.log)
-        fake_api.reset_log()
+        fake = cluster.fake
+        if fake is not None:
+            fake.reset_log()
         time.sleep(4)
         assert a.proc is not None and b.proc is not None
-        by_b = [(r.method, r.path) for r in fake_api.requests if f"_{b.proc.pid})" in r.user_agent]
-        by_a = [r for r in fake_api.requests if f"_{a.proc.pid})" in r.user_agent]
         lease = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mcd-controller"
-        assert by_b and set(by_b) == {("GET", lease)}, "a standby only asks for the Lease"
-        assert any(r.method == "PUT" and r.path == lease for r in by_a), "the leader renews"
+        if fake is not None:  # the fake's request log: what each replica asked for
+            by_b = [(r.method, r.path) for r in fake.requests if f"_{b.proc.pid})" in r.user_agent]
+            by_a = [r for r in fake.requests if f"_{a.proc.pid})" in r.user_agent]
+            assert by_b and set(by_b) == {("GET", lease)}, "a standby only asks for the Lease"
+            assert any(r.method == "PUT" and r.path == lease for r in by_a), "the leader renews"
         assert b.metric("mcd_controller_leader") == 0
         assert a.metric("mcd_controller_leader") == 1
         assert b.metric("mcd_controller_syncs_total") == 0, "a standby runs no pass"
