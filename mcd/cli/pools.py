@@ -44,7 +44,7 @@ from mcd.model.windows import (
 @click.option(
     "--namespace",
     envvar="POD_NAMESPACE",
-    help="Where the Lease and the pool Events go (default: $POD_NAMESPACE).",
+    help="Where the Lease is (default: $POD_NAMESPACE).",
 )
 @click.option(
     "--lease-duration",

@@ -21,10 +21,15 @@ NODES = "/api/v1/nodes"
 SOURCE_COMPONENT = "machineconfigcontroller-nodecontroller"
 
 
+EVENT_NAMESPACE = "default"
+"""Pools are cluster-scoped: the API server takes their Events only in ``default`` (as
+client-go's recorder puts them), never in the controller's own namespace."""
+
+
 class PoolWriter:
-    def __init__(self, kube: Kube, event_namespace: str = "default") -> None:
+    def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self.event_namespace = event_namespace
+        self.event_namespace = EVENT_NAMESPACE
         self.writes = 0
 
     def create_config(self, obj: Obj) -> Obj | None:

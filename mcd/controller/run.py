@@ -62,7 +62,7 @@ class Controller:
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
         )
         self.metrics = ControllerMetrics()
-        self.writer = PoolWriter(self.kube, self.namespace)
+        self.writer = PoolWriter(self.kube)
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.pools = Informer(self.kube, POOLS, self._changed)

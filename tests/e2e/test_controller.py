@@ -246,6 +246,15 @@ def test_pause_mid_rollout_lets_the_running_update_finish(
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
+    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    mine = [(e["reason"], e["message"]) for e in events
+            if e["involvedObject"].get("kind") == "MachineConfigPool"
+            and e["involvedObject"].get("name") == "worker"]  # fmt: skip
+    assert ("Updating", f"Pool worker now targeting MachineConfig {second}") in mine
+    assert ("Completed", f"Pool worker has completed update to MachineConfig {second}") in mine
+    assert any(reason == "SetDesiredConfig" and message.endswith(f"to MachineConfig: {second}")
+               for reason, message in mine)  # fmt: skip
+    assert any(reason == "RenderedConfigGenerated" for reason, _ in mine)
 
 
 def test_second_replica_waits_while_the_first_holds_the_lease(
@@ -360,6 +369,15 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
+    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    mine = [(e["reason"], e["message"]) for e in events
+            if e["involvedObject"].get("kind") == "MachineConfigPool"
+            and e["involvedObject"].get("name") == "worker"]  # fmt: skip
+    assert ("Updating", f"Pool worker now targeting MachineConfig {second}") in mine
+    assert ("Completed", f"Pool worker has completed update to MachineConfig {second}") in mine
+    assert any(reason == "SetDesiredConfig" and message.endswith(f"to MachineConfig: {second}")
+               for reason, message in mine)  # fmt: skip
+    assert any(reason == "RenderedConfigGenerated" for reason, _ in mine)
     for node in nodes:
         (booted,) = [d for d in node.rpm()["deployments"] if d["booted"]]
         assert booted["container-image-reference"].endswith(IMAGE_B)
