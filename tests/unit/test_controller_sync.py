@@ -1,0 +1,160 @@
+"""One controller pass over cached objects, with the writes recorded (no API server):
+what a user sees on the pool for a render error, an edited rendered config, an invalid
+window, an empty selector, and the writes a rollout makes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from mcd.controller.sync import Snapshot, Syncer
+from mcd.model.render import ROLE_LABEL, render
+from mcd.model.rollout import condition
+from mcd.model.vocabulary import Annotation
+from mcd.model.windows import WINDOW_ANNOTATION
+
+Obj = dict[str, Any]
+NOW = datetime(2026, 11, 23, 4, 0, tzinfo=UTC)
+
+
+class Writer:
+    """Records every write as the controller would send it; answers like the server."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.pools: dict[str, Obj] = {}
+
+    def create_config(self, obj: Obj) -> Obj | None:
+        self.calls.append(("create", obj["metadata"]["name"], obj))
+        return obj
+
+    def set_configuration(self, pool: str, configuration: Obj) -> Obj:
+        self.calls.append(("configuration", pool, configuration))
+        updated = dict(self.pools[pool])
+        updated["spec"] = {**updated["spec"], "configuration": configuration}
+        self.pools[pool] = updated
+        return updated
+
+    def set_status(self, pool: str, status: Obj) -> Obj:
+        self.calls.append(("status", pool, status))
+        return {**self.pools[pool], "status": status}
+
+    def set_desired(self, node: str, config: str) -> Obj:
+        self.calls.append(("desired", node, config))
+        return {"metadata": {"name": node, "annotations": {Annotation.DESIRED_CONFIG: config}}}
+
+    def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
+        self.calls.append(("event", reason, message))
+
+    def of(self, kind: str) -> list[tuple[str, Any]]:
+        return [(name, value) for k, name, value in self.calls if k == kind]
+
+
+def mc(name: str, **spec: Any) -> Obj:
+    return {"metadata": {"name": name, "labels": {ROLE_LABEL: "worker"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}}, **spec}}  # fmt: skip
+
+
+def pool(**spec: Any) -> Obj:
+    return {
+        "metadata": {"name": "worker", "uid": "u1", "generation": 1, "annotations": {}},
+        "spec": {
+            "machineConfigSelector": {"matchLabels": {ROLE_LABEL: "worker"}},
+            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+            **spec,
+        },
+    }
+
+
+def node(name: str, config: str) -> Obj:
+    return {"metadata": {"name": name, "labels": {"node-role.kubernetes.io/worker": ""},
+                         "annotations": {Annotation.CURRENT_CONFIG: config,
+                                         Annotation.DESIRED_CONFIG: config,
+                                         Annotation.STATE: "Done"}}}  # fmt: skip
+
+
+def sync(p: Obj, configs: list[Obj], nodes: list[Obj]) -> tuple[Writer, Obj]:
+    writer = Writer()
+    writer.pools["worker"] = p
+    syncer = Syncer(writer, "0.1.0", clock=lambda: NOW)  # type: ignore[arg-type]
+    snap = Snapshot([p], {c["metadata"]["name"]: c for c in configs}, nodes)
+    report = syncer.sync_pool(p, snap)
+    return writer, report.status
+
+
+def test_first_pass_renders_points_the_pool_and_reports() -> None:
+    w, status = sync(pool(), [mc("00-worker", kernelArguments=["a=1"])], [])
+    ((name, obj),) = w.of("create")
+    assert name.startswith("rendered-worker-")
+    assert obj["metadata"]["ownerReferences"][0]["uid"] == "u1"
+    assert w.of("configuration") == [("worker", {"name": name, "source": [
+        {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+         "name": "00-worker"}]})]  # fmt: skip
+    events = w.of("event")
+    assert ("RenderedConfigGenerated", f"{name} successfully generated (release version: "
+            ", controller version: 0.1.0)") in events  # fmt: skip
+    assert ("Updating", f"Pool worker now targeting MachineConfig {name}") in events
+    rd = condition(status["conditions"], "RenderDegraded")
+    assert rd is not None and rd["status"] == "False"
+
+
+def test_a_render_error_is_render_degraded_and_the_target_stays() -> None:
+    good = render("worker", [mc("00-worker")])
+    p = pool(configuration={"name": good.name})
+    bad = mc("10-bad", kernelType="fast")
+    w, status = sync(p, [mc("00-worker"), bad], [node("n1", good.name)])
+    assert w.of("create") == [] and w.of("configuration") == [] and w.of("desired") == []
+    rd = condition(status["conditions"], "RenderDegraded")
+    assert rd is not None and rd["status"] == "True"
+    assert rd["message"] == ("Failed to render configuration for pool worker: could not generate "
+                             "rendered MachineConfig: kernelType=fast is invalid")  # fmt: skip
+    degraded = condition(status["conditions"], "Degraded")
+    assert degraded is not None and degraded["status"] == "True"
+    assert w.of("status"), "the condition is written"
+
+
+def test_an_edited_rendered_config_is_never_overwritten() -> None:
+    good = render("worker", [mc("00-worker")])
+    edited = {"metadata": {"name": good.name}, "spec": {**good.spec, "fips": True}}
+    w, status = sync(pool(), [mc("00-worker"), edited], [])
+    assert w.of("create") == []
+    rd = condition(status["conditions"], "RenderDegraded")
+    assert rd is not None and "was changed after it was created" in rd["message"]
+
+
+def test_a_rollout_writes_desired_config_and_the_status_counts_it() -> None:
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=2, configuration={"name": old.name})
+    nodes = [node(f"n{i}", old.name) for i in range(3)]
+    configs = [mc("00-worker"), mc("50-new", kernelArguments=["b=2"]),
+               {"metadata": {"name": old.name}, "spec": old.spec}]  # fmt: skip
+    w, status = sync(p, configs, nodes)
+    ((new, _),) = w.of("create")
+    assert w.of("desired") == [("n0", new), ("n1", new)]
+    assert ("SetDesiredConfig", f"Set target for 2 nodes to MachineConfig: {new}") in w.of("event")
+    assert (status["machineCount"], status["unavailableMachineCount"]) == (3, 2)
+
+
+def test_an_invalid_window_holds_disruptive_updates_and_says_why() -> None:
+    old = render("worker", [mc("00-worker")])
+    p = pool(configuration={"name": old.name})
+    p["metadata"]["annotations"][WINDOW_ANNOTATION] = (
+        '{"start": "02:00", "duration": "4h", "timeZone": "Mars/Olympus"}'
+    )
+    configs = [mc("00-worker"), mc("50-new", kernelArguments=["b=2"]),
+               {"metadata": {"name": old.name}, "spec": old.spec}]  # fmt: skip
+    w, status = sync(p, configs, [node("n0", old.name)])
+    assert w.of("desired") == []
+    mw = condition(status["conditions"], "MaintenanceWindow")
+    assert mw is not None and (mw["status"], mw["reason"]) == ("False", "InvalidWindow")
+    assert mw["message"] == ("annotation mcd-project.github.io/maintenance-window: timeZone: "
+                             "unknown time zone; updates that drain or reboot are held")  # fmt: skip
+
+
+def test_an_empty_node_selector_is_refused() -> None:
+    p = pool()
+    p["spec"]["nodeSelector"] = {}
+    w, _ = sync(p, [mc("00-worker")], [node("n0", "x")])
+    assert w.of("desired") == []
+    assert ("SelectingAll", "This machineconfigpool is selecting all nodes. A non-empty "
+            "selector is required.") in w.of("event")  # fmt: skip
