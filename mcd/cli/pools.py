@@ -24,6 +24,7 @@ from mcd.controller.preview import (
 )
 from mcd.controller.run import Controller, ControllerOptions
 from mcd.host.journal import configure_logging
+from mcd.model.pools import SelectorError
 from mcd.model.windows import (
     WINDOW_ANNOTATION,
     WindowError,
@@ -144,7 +145,10 @@ def plan_command(
         fail(str(e))
     except ApiError as e:
         fail(f"cannot read pool {pool}: {e}")
-    result = preview_pool(doc, pools, mcs, nodes, _window(doc))
+    try:
+        result = preview_pool(doc, pools, mcs, nodes, _window(doc))
+    except (SelectorError, ValueError) as e:
+        fail(f"pool {pool}: {e}")
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
