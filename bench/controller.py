@@ -3,10 +3,11 @@
 Baselines, measured in the same run:
 - render of 20 MachineConfigs into 2,000 files: ``json.loads`` + ``json.dumps`` of the same
   20 documents (what any renderer must at least do: read them and write one);
-- requests per node update: 1, the ``desiredConfig`` PATCH itself (the least a controller
-  can send per node); the figure counts every non-watch request of ``mcd controller``
-  (rendered config, pool spec and status, Events, desiredConfig) but the Lease renewals,
-  which cost 2 per ``retry`` interval whatever happens, over a 20-node rollout.
+- requests per node update: 3, the node writes upstream's node controller makes per node
+  (the ``UpdateInProgress`` taint on, ``desiredConfig``, the taint off); the figure counts
+  every non-watch request of ``mcd controller`` (those, plus the rendered config, the pool's
+  spec and status, Events) but the Lease renewals, which cost 2 per ``retry`` interval
+  whatever happens, over a 20-node rollout.
 """
 
 from __future__ import annotations
@@ -198,10 +199,10 @@ def bench_controller_requests(nodes: int = 20, max_unavailable: int = 5) -> Row:
             proc.terminate()
             proc.wait(10)
         server.stop()
-    assert len(writes) == nodes, len(writes)
+    assert len(writes) == 3 * nodes, len(writes)  # taint, desiredConfig, untaint
     figure = len(mine) / nodes
-    target, ok = "<= 3 per node", figure <= 3.0
-    return Row(f"controller requests per node update ({nodes} nodes)", figure, 1.0, target, ok,
+    target, ok = "<= 4 per node", figure <= 4.0
+    return Row(f"controller requests per node update ({nodes} nodes)", figure, 3.0, target, ok,
                unit="req", load_target=target, load_passed=ok)  # fmt: skip
 
 

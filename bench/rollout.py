@@ -197,9 +197,9 @@ def main() -> None:
         Row(
             "controller requests per node update",
             per_node,
-            1.0,
-            "<= 3 per node",
-            per_node <= 3,
+            3.0,
+            "<= 4 per node",
+            per_node <= 4,
             unit="req",
         ),
     ]

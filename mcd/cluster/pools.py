@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.configs import MACHINECONFIGS
@@ -64,6 +65,13 @@ class PoolWriter:
     def set_desired(self, node: str, config: str) -> Obj:
         self.writes += 1
         patch = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: config}}}
+        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+
+    def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
+        """Replace the node's taints, only if it is still the version they were read from."""
+        self.writes += 1
+        patch = {"metadata": {"resourceVersion": resource_version},
+                 "spec": {"taints": taints or None}}  # fmt: skip
         return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
 
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:

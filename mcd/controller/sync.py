@@ -27,12 +27,14 @@ from mcd.model.plan import Cost, make_plan
 from mcd.model.pools import (
     NodeView,
     SelectorError,
+    has_update_taint,
     labels_of,
     name_of,
     nodes_for_pool,
     selector_matches,
     selects_all,
     target_of,
+    with_update_taint,
 )
 from mcd.model.render import RenderError, render
 from mcd.model.rollout import (
@@ -114,6 +116,8 @@ class Syncer:
                 warning=True,
             )
         else:
+            if not spec.get("paused") and target_of(pool):
+                self._taint(pool, snap)
             rollout = self._roll_out(pool, views, snap, window)
         if rollout.targets:
             target = target_of(pool)
@@ -217,6 +221,27 @@ class Syncer:
             )
             return WindowState(False, None, None), message
         return window_state(window, now, zone), ""
+
+    def _taint(self, pool: Obj, snap: Snapshot) -> None:
+        """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
+        (taken off as soon as a node gets the target); a node changed meanwhile (409) is
+        left for the next pass."""
+        target = target_of(pool)
+        for node in nodes_for_pool(pool, snap.pools, snap.nodes):
+            wanted = NodeView.of(node).desired != target
+            if wanted == has_update_taint(node):
+                continue
+            meta = node.get("metadata") or {}
+            try:
+                written = self.writer.set_taints(
+                    str(meta.get("name")), with_update_taint(node, wanted),
+                    str(meta.get("resourceVersion") or ""),
+                )  # fmt: skip
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+                continue
+            self.observe_node(written)
 
     def _roll_out(
         self, pool: Obj, views: list[NodeView], snap: Snapshot, window: WindowState | None

@@ -21,6 +21,9 @@ from mcd.model.vocabulary import Annotation, NodeState
 
 MASTER, WORKER = "master", "worker"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+UPDATE_TAINT = {"key": "UpdateInProgress", "effect": "PreferNoSchedule"}
+"""Upstream's ``NodeUpdateInProgressTaint``: on a pool's nodes that still need its target, so
+that pods prefer the nodes already updated (and are moved fewer times)."""
 
 Obj = Mapping[str, Any]
 
@@ -227,3 +230,21 @@ def max_unavailable(value: object, total: int) -> int:
 def upstream_order(nodes: Sequence[NodeView]) -> list[NodeView]:
     """Upstream ``sortNodeList``: by zone, then oldest first; nodes with no zone last."""
     return sorted(nodes, key=lambda n: (n.zone is None, n.zone or "", n.created, n.name))
+
+
+def has_update_taint(node: Obj) -> bool:
+    return any(_is_update_taint(t) for t in (node.get("spec") or {}).get("taints") or [])
+
+
+def with_update_taint(node: Obj, on: bool) -> list[Any]:
+    """The node's taints with (``on``) or without upstream's ``UpdateInProgress`` taint."""
+    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if not _is_update_taint(t)]
+    return [*taints, dict(UPDATE_TAINT)] if on else taints
+
+
+def _is_update_taint(taint: object) -> bool:
+    return (
+        isinstance(taint, Mapping)
+        and taint.get("key") == UPDATE_TAINT["key"]
+        and taint.get("effect") == UPDATE_TAINT["effect"]
+    )

@@ -174,8 +174,16 @@ def test_three_pools_six_nodes_max_unavailable_two(
         assert (a[Annotation.CURRENT_CONFIG], a[Annotation.STATE]) == (want, "Done")
         assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
         assert node.reboots_requested() == 1
+    for node in workers + infra:  # upstream's UpdateInProgress taint: gone once targeted
+        assert not (node.node().get("spec") or {}).get("taints")
     if fake is not None and mark is not None:
         peak = replay_unavailable(fake, members, mark)
+        with fake.store.lock:
+            tainted = {c.obj["metadata"]["name"] for c in fake.store.history
+                       if c.resource == "nodes" and c.rv > mark[0]
+                       and any(t.get("key") == "UpdateInProgress"
+                               for t in (c.obj.get("spec") or {}).get("taints") or [])}  # fmt: skip
+        assert tainted == set(members), tainted
     else:
         assert monitor is not None and monitor.events >= 6 * 3, "every node change was seen"
         peak = monitor.peak

@@ -43,6 +43,11 @@ class Writer:
         self.calls.append(("desired", node, config))
         return {"metadata": {"name": node, "annotations": {Annotation.DESIRED_CONFIG: config}}}
 
+    def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
+        self.calls.append(("taints", node, taints))
+        return {"metadata": {"name": node, "resourceVersion": resource_version},
+                "spec": {"taints": taints}}  # fmt: skip
+
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
         self.calls.append(("event", reason, message))
 
@@ -158,3 +163,29 @@ def test_an_empty_node_selector_is_refused() -> None:
     assert w.of("desired") == []
     assert ("SelectingAll", "This machineconfigpool is selecting all nodes. A non-empty "
             "selector is required.") in w.of("event")  # fmt: skip
+
+
+def test_nodes_waiting_for_the_target_carry_upstreams_update_taint() -> None:
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=1, configuration={"name": old.name})
+    nodes = [node(f"n{i}", old.name) for i in range(3)]
+    nodes[2]["spec"] = {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}
+    configs = [mc("00-worker"), mc("50-new", kernelArguments=["b=2"]),
+               {"metadata": {"name": old.name}, "spec": old.spec}]  # fmt: skip
+    w, _ = sync(p, configs, nodes)
+    taint = {"key": "UpdateInProgress", "effect": "PreferNoSchedule"}
+    assert w.of("taints") == [("n0", [taint]), ("n1", [taint]),
+                              ("n2", [{"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+                                      taint])]  # fmt: skip
+    ((new, _),) = w.of("create")
+    assert w.of("desired") == [("n0", new)]
+    # next pass: n0 is targeted, so its taint goes; the others keep theirs
+    nodes[0]["metadata"]["annotations"][Annotation.DESIRED_CONFIG] = new
+    nodes[0]["spec"] = {"taints": [taint]}
+    nodes[1]["spec"] = {"taints": [taint]}
+    p["spec"]["configuration"] = {"name": new, "source": [
+        {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": n}
+        for n in ("00-worker", "50-new")]}  # fmt: skip
+    w, _ = sync(p, configs, nodes)
+    assert w.of("taints") == [("n0", []), ("n2", [{"key": "dedicated", "value": "db",
+                                                   "effect": "NoSchedule"}, taint])]  # fmt: skip
