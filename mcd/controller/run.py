@@ -159,7 +159,11 @@ class Controller:
                     self.metrics.leader.set(0)
                     return 1
             self.wake.clear()
-            next_window = self._pass()
+            try:
+                next_window = self._pass()
+            except Exception:  # a bug in one pass must not stop the rollout of every pool
+                log.exception("Controller pass failed; retrying")
+                next_window = None
             timeout = min(self.options.resync, self.options.retry)
             if next_window is not None:
                 until = (next_window - datetime.now(UTC)).total_seconds()
