@@ -62,9 +62,16 @@ class PoolWriter:
             "PATCH", f"{POOLS}/{pool}/status", body={"status": status}, content_type=MERGE_PATCH
         )
 
-    def set_desired(self, node: str, config: str) -> Obj:
+    def set_desired(
+        self, node: str, config: str, taints: list[Any] | None = None, resource_version: str = ""
+    ) -> Obj:
+        """``desiredConfig``; with ``taints``, the node's new taints in the same write, only
+        if the node is still at ``resource_version`` (409 otherwise)."""
         self.writes += 1
-        patch = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: config}}}
+        patch: Obj = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: config}}}
+        if taints is not None:
+            patch["metadata"]["resourceVersion"] = resource_version
+            patch["spec"] = {"taints": taints or None}
         return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
 
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:

@@ -116,9 +116,10 @@ class Syncer:
                 warning=True,
             )
         else:
+            latest = {name_of(n): n for n in snap.nodes}
             if not spec.get("paused") and target_of(pool):
-                self._taint(pool, snap)
-            rollout = self._roll_out(pool, views, snap, window)
+                self._taint(pool, snap, latest)
+            rollout = self._roll_out(pool, views, snap, window, latest)
         if rollout.targets:
             target = target_of(pool)
             views = [replace(v, desired=target) if v.name in rollout.targets else v for v in views]
@@ -222,12 +223,13 @@ class Syncer:
             return WindowState(False, None, None), message
         return window_state(window, now, zone), ""
 
-    def _taint(self, pool: Obj, snap: Snapshot) -> None:
+    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Obj]) -> None:
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
-        (taken off as soon as a node gets the target); a node changed meanwhile (409) is
-        left for the next pass."""
+        (taken off in the same write that targets a node); a node changed meanwhile (409)
+        is left for the next pass. ``latest`` gets every Node written."""
         target = target_of(pool)
-        for node in nodes_for_pool(pool, snap.pools, snap.nodes):
+        for cached in nodes_for_pool(pool, snap.pools, snap.nodes):
+            node = latest.get(name_of(cached), cached)
             wanted = NodeView.of(node).desired != target
             if wanted == has_update_taint(node):
                 continue
@@ -242,9 +244,15 @@ class Syncer:
                     raise
                 continue
             self.observe_node(written)
+            latest[name_of(written)] = written
 
     def _roll_out(
-        self, pool: Obj, views: list[NodeView], snap: Snapshot, window: WindowState | None
+        self,
+        pool: Obj,
+        views: list[NodeView],
+        snap: Snapshot,
+        window: WindowState | None,
+        latest: dict[str, Obj],
     ) -> Rollout:
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
@@ -261,9 +269,25 @@ class Syncer:
         )
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
+        written = []
         for node in rollout.targets:
-            self.observe_node(self.writer.set_desired(node, target))
+            obj = latest.get(node) or {}
+            try:
+                if has_update_taint(obj):  # one write: the target, and the taint off
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    result = self.writer.set_desired(
+                        node, target, with_update_taint(obj, False), rv
+                    )
+                else:
+                    result = self.writer.set_desired(node, target)
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+                continue  # the node changed since it was read: the next pass decides again
+            self.observe_node(result)
+            written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
+        rollout = replace(rollout, targets=tuple(written))
         if len(rollout.targets) == 1:
             self.writer.event(
                 pool,

@@ -39,8 +39,12 @@ class Writer:
         self.calls.append(("status", pool, status))
         return {**self.pools[pool], "status": status}
 
-    def set_desired(self, node: str, config: str) -> Obj:
+    def set_desired(
+        self, node: str, config: str, taints: list[Any] | None = None, resource_version: str = ""
+    ) -> Obj:
         self.calls.append(("desired", node, config))
+        if taints is not None:
+            self.calls.append(("taints", node, taints))
         return {"metadata": {"name": node, "annotations": {Annotation.DESIRED_CONFIG: config}}}
 
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
@@ -174,10 +178,11 @@ def test_nodes_waiting_for_the_target_carry_upstreams_update_taint() -> None:
                {"metadata": {"name": old.name}, "spec": old.spec}]  # fmt: skip
     w, _ = sync(p, configs, nodes)
     taint = {"key": "UpdateInProgress", "effect": "PreferNoSchedule"}
-    assert w.of("taints") == [("n0", [taint]), ("n1", [taint]),
-                              ("n2", [{"key": "dedicated", "value": "db", "effect": "NoSchedule"},
-                                      taint])]  # fmt: skip
+    dedicated = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
     ((new, _),) = w.of("create")
+    # every node waiting gets the taint; the one targeted loses it in the same write
+    assert w.of("taints") == [("n0", [taint]), ("n1", [taint]), ("n2", [dedicated, taint]),
+                              ("n0", [])]  # fmt: skip
     assert w.of("desired") == [("n0", new)]
     # next pass: n0 is targeted, so its taint goes; the others keep theirs
     nodes[0]["metadata"]["annotations"][Annotation.DESIRED_CONFIG] = new
