@@ -59,7 +59,7 @@ def minimal_atomic_write(root: str, path: str, data: bytes, mode: int) -> None:
         os.close(dfd)
 
 
-def bench_apply_files(n_files: int = 1000) -> Row:
+def bench_apply_files(n_files: int = 1000, repeat: int = 5) -> Row:
     """mcd's ``write_files`` against a minimal script: decode each data URL, write atomically."""
     ignition = sample_files(n_files)
     sources = [(f.path, f.contents.source or "", f.effective_mode) for f in ignition.files]
@@ -88,7 +88,7 @@ def bench_apply_files(n_files: int = 1000) -> Row:
 
         engine()  # warm up both paths once
         baseline()
-        figure, base = paired(engine, baseline, repeat=5, stat=min)
+        figure, base = paired(engine, baseline, repeat=repeat, stat=min)
     row = Row(
         f"apply {n_files} files ({total / MIB:.0f} MiB), fsync each",
         figure,

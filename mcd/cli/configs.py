@@ -16,16 +16,11 @@ from mcd.cli.common import (
     read_config,
     reports_config_errors,
 )
-from mcd.host.rootfs import Root
-from mcd.host.runner import Runner
-from mcd.host.systemd import connect as connect_systemd
-from mcd.host.validation import validate_on_disk
-from mcd.model.describe import describe_plan
 from mcd.model.errors import ConfigError
-from mcd.model.filediff import render_diff
 from mcd.model.machineconfig import decode_document
-from mcd.model.plan import make_plan
-from mcd.model.policy import DEFAULT_POLICIES, merge_policies, parse_user_policies
+
+# Each command imports what only it uses inside its body (PLC0415): start-up is most of
+# what these commands cost, and `mcd diff` need not load the planner or the host layer.
 
 
 @click.command()
@@ -48,6 +43,14 @@ def plan(
 
     Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
     """
+    from mcd.model.describe import describe_plan  # noqa: PLC0415
+    from mcd.model.plan import make_plan  # noqa: PLC0415
+    from mcd.model.policy import (  # noqa: PLC0415
+        DEFAULT_POLICIES,
+        merge_policies,
+        parse_user_policies,
+    )
+
     policies = DEFAULT_POLICIES
     if policy_file is not None:
         try:
@@ -74,6 +77,11 @@ def validate(config: Path, root: Path) -> None:
     --root`` for an offline root). Prints every mismatch (never file contents).
     Exit 0 when the node matches, 1 otherwise.
     """
+    from mcd.host.rootfs import Root  # noqa: PLC0415
+    from mcd.host.runner import Runner  # noqa: PLC0415
+    from mcd.host.systemd import connect as connect_systemd  # noqa: PLC0415
+    from mcd.host.validation import validate_on_disk  # noqa: PLC0415
+
     mc = read_config(config)
     node = Root(root)
     systemd = connect_systemd(node, Runner())
@@ -102,6 +110,8 @@ def diff(config_a: Path, config_b: Path, exit_code: bool) -> None:
     Files that look secret (pull secrets, keys, certificates, kubeconfigs) are
     shown as changed, never printed; so are SSH keys and password hashes.
     """
+    from mcd.model.filediff import render_diff  # noqa: PLC0415
+
     text, differs = render_diff(read_config(config_a), read_config(config_b))
     click.echo(text or "no differences\n", nl=False)
     if differs and exit_code:

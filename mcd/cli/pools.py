@@ -4,34 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING
 
 import click
 
 from mcd.cli import configs
 from mcd.cli.common import EXIT_OK, fail
-from mcd.cluster.api import ApiError, Kube, load_client
-from mcd.cluster.api import ConfigurationError as ApiConfigError
-from mcd.cluster.configs import MACHINECONFIGS
-from mcd.cluster.pools import NODES, POOLS
-from mcd.controller.preview import (
-    describe_pool_summary,
-    describe_preview,
-    node_pool_summary,
-    preview_pool,
-)
-from mcd.controller.run import Controller, ControllerOptions
-from mcd.host.journal import configure_logging
-from mcd.model.pools import SelectorError
-from mcd.model.windows import (
-    WINDOW_ANNOTATION,
-    WindowError,
-    WindowState,
-    parse_window,
-    window_state,
-)
+
+if TYPE_CHECKING:
+    from mcd.cluster.api import Kube
+    from mcd.model.windows import WindowState
+
+# The cluster client and the controller load inside the commands that use them, so that
+# ``mcd plan OLD NEW`` starts without them.
 
 
 @click.command("controller")
@@ -69,6 +55,10 @@ def controller_command(
     resync: float,
 ) -> None:
     """Render MachineConfigPools and roll them out to their nodes (one leader at a time)."""
+    from mcd.cluster.api import ConfigurationError as ApiConfigError
+    from mcd.controller.run import Controller, ControllerOptions
+    from mcd.host.journal import configure_logging
+
     configure_logging()
     options = ControllerOptions(
         kubeconfig=kubeconfig,
@@ -133,6 +123,13 @@ def plan_command(
         return
     if old is not None or new is not None:
         fail("--pool takes no OLD or NEW")
+    from mcd.cluster.api import ApiError, Kube, load_client
+    from mcd.cluster.api import ConfigurationError as ApiConfigError
+    from mcd.cluster.configs import MACHINECONFIGS
+    from mcd.cluster.pools import NODES, POOLS
+    from mcd.controller.preview import describe_preview, preview_pool
+    from mcd.model.pools import SelectorError
+
     try:
         kube = Kube(load_client(kubeconfig))
         doc = kube.request("GET", f"{POOLS}/{pool}")
@@ -158,6 +155,11 @@ def plan_command(
 
 
 def _window(pool: dict[str, object]) -> WindowState | None:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from mcd.model.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state
+
     meta = pool.get("metadata")
     annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
     text = annotations.get(WINDOW_ANNOTATION)
@@ -173,6 +175,10 @@ def _window(pool: dict[str, object]) -> WindowState | None:
 def status_pool_lines(kube: Kube, node_name: str) -> tuple[list[str], dict[str, str]]:
     """``mcd status``'s pool lines and JSON: the node's pool and when its window opens.
     Nothing when pools cannot be read (no CRD, or the agent's own account may not)."""
+    from mcd.cluster.api import ApiError
+    from mcd.cluster.pools import NODES, POOLS
+    from mcd.controller.preview import describe_pool_summary, node_pool_summary
+
     try:
         node = kube.request("GET", f"{NODES}/{node_name}")
         pools = kube.request("GET", POOLS).get("items") or []

@@ -169,10 +169,19 @@ def connect(
     environ: Mapping[str, str] | None = None,
     timeout: float = 10.0,
 ) -> SystemdManager:
-    """The node's running systemd over D-Bus, or :class:`OfflineSystemd` when none answers."""
+    """The node's running systemd over D-Bus, or :class:`OfflineSystemd` when none answers.
+
+    A bus socket that does not exist is answered without loading the D-Bus client, so the
+    offline commands (``validate`` on a plain directory) start fast.
+    """
+    address = address or bus_address(root, environ)
+    socket_path = address.removeprefix("unix:path=").split(",")[0]
+    if address.startswith("unix:path=") and not os.path.exists(socket_path):
+        why = f"no systemd manager at {address} (no such socket)"
+        log.info("Using systemctl --root for unit files: %s", why)
+        return OfflineSystemd(root, runner, why)
     from mcd.host.dbus_systemd import DBusSystemd, ManagerNotOnBus  # noqa: PLC0415
 
-    address = address or bus_address(root, environ)
     try:
         return DBusSystemd(address, timeout=timeout)
     except (OSError, ManagerNotOnBus, TimeoutError) as e:

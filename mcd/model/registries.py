@@ -8,7 +8,6 @@ used for digest pulls only.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +54,8 @@ class RegistriesConfError(ValueError):
 
 def parse_registries_conf(data: bytes) -> RegistriesConf:
     """Parse the V2 TOML format; ``RegistriesConfError`` if it is not that."""
+    import tomllib  # noqa: PLC0415  (read only when a plan meets a registries.conf)
+
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:

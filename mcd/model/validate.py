@@ -7,7 +7,6 @@ accepts a new config; so does mcd, before anything is written.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from collections.abc import Iterator
 
@@ -24,7 +23,7 @@ UNIT_SUFFIXES = frozenset(
         ".path", ".timer", ".snapshot", ".slice", ".scope",
     }
 )  # fmt: skip
-HASH_FUNCTIONS = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
+HASH_ALGORITHMS = ("sha256", "sha512")
 # Kernel filesystems: a file there is a kernel knob or a device, never a config file
 # (``/proc/sysrq-trigger`` would reboot the node as it is "written").
 KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
@@ -126,12 +125,14 @@ def _contents_problems(contents: Contents, fld: str, path: str) -> Iterator[str]
     if contents.verification is None:
         return
     algo, _, digest = contents.verification.partition("-")
-    hasher = HASH_FUNCTIONS.get(algo)
-    if hasher is None or not digest:
+    if algo not in HASH_ALGORITHMS or not digest:
         yield f"{fld}.verification.hash: unrecognized hash {goquote(contents.verification)}"
         return
-    # Ignition verifies the resource as fetched, before decompression.
-    if hasher(fetched).hexdigest() != digest.lower():
+    # Ignition verifies the resource as fetched, before decompression. hashlib loads
+    # OpenSSL: imported here, where a hash is checked, not by every command's start-up.
+    import hashlib  # noqa: PLC0415
+
+    if hashlib.new(algo, fetched).hexdigest() != digest.lower():
         yield f"{fld}.verification.hash: hash mismatch for {goquote(path)}"
 
 
