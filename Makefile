@@ -4,11 +4,18 @@ BIN := $(VENV)/bin
 
 .PHONY: demo lint test unit bench bench-ratios faults scale rollout format
 
+# Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
+# update (its crio reload recorded as skipped: no systemd runs in a directory), then the check;
+# last, the same plan under the example node disruption policy.
 demo:
 	rm -rf build/demo-root
 	$(BIN)/mcd once-from examples/rendered-worker-1.yaml --root build/demo-root --skip-reboot
 	$(BIN)/mcd validate examples/rendered-worker-1.yaml --root build/demo-root
 	$(BIN)/mcd plan examples/rendered-worker-1.yaml examples/rendered-worker-2.yaml
+	$(BIN)/mcd once-from examples/rendered-worker-2.yaml --root build/demo-root --skip-reboot
+	$(BIN)/mcd validate examples/rendered-worker-2.yaml --root build/demo-root
+	$(BIN)/mcd plan examples/rendered-worker-1.yaml examples/rendered-worker-2.yaml \
+		--policy examples/machineconfiguration.yaml
 
 lint:
 	$(BIN)/ruff check mcd tests bench

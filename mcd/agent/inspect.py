@@ -8,6 +8,7 @@ Events. Read-only: GETs only.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from mcd.cluster.node import annotations_of, node_path
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import make_plan
-from mcd.model.vocabulary import Annotation, NodeState
+from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
 
 
 @dataclass
@@ -34,9 +35,68 @@ class NodeReport:
     plan: dict[str, Any] | None
     plan_error: str = ""
     events: list[dict[str, str]] = field(default_factory=list)
+    ssh: str = ""
+    """The ``ssh`` annotation: ``accessed`` once someone logged in on the node this boot."""
+
+    @property
+    def next_step(self) -> str:
+        return next_step(self.node, self.state, self.reason)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """camelCase keys, as the plan's and the API's own."""
+        return {
+            "node": self.node,
+            "state": self.state,
+            "reason": self.reason,
+            "current": self.current,
+            "desired": self.desired,
+            "unschedulable": self.unschedulable,
+            "drain": self.drain,
+            "plan": self.plan,
+            "planError": self.plan_error,
+            "ssh": self.ssh,
+            "nextStep": self.next_step,
+            "events": self.events,
+        }
+
+
+RUNBOOK = "docs/runbook.md"
+_RUNBOOK_SECTIONS = (
+    ("unexpected on-disk state", "#1-config-drift-files-on-disk-differ-from-the-current-config"),
+    ("machineconfig", "#2-the-desired-machineconfig-cannot-be-read"),
+    ("invalid MachineConfig", "#2-the-desired-machineconfig-cannot-be-read"),
+    ("drain", "#4-drain"),
+    ("uncordon", "#4-drain"),
+    ("failed to update OS", "#5-the-os-update-rpm-ostree"),
+    ("rpm-ostree", "#5-the-os-update-rpm-ostree"),
+    ("reboot command failed", "#7-reboot"),
+)
+_DRIFTED_PATH = re.compile(r'for file:? "([^"]+)"')
+
+
+def next_step(node: str, state: str, reason: str) -> str:
+    """What to run next on a Degraded node, with the runbook section that explains it."""
+    if state != NodeState.DEGRADED:
+        return ""
+    anchor = next((a for text, a in _RUNBOOK_SECTIONS if text in reason), "")
+    where = f"{RUNBOOK}{anchor}"
+    if reason.startswith("unexpected on-disk state"):
+        paths = " ".join(_DRIFTED_PATH.findall(reason))
+        command = f"mcd restore {paths} --root /" if paths else "mcd restore --root /"
+        return f"on node {node}: {command}  (see {where})"
+    return f"see {where}; then mcd status --node {node} --wait"
+
+
+def wait_code(report: NodeReport) -> int | None:
+    """``status --wait``'s exit code for the node as it is, or None while it is on its way:
+    0 Done on the desired config, 1 Unreconcilable, 2 Degraded (cloud-init's table)."""
+    if report.state == NodeState.DEGRADED:
+        return 2
+    if report.state == NodeState.UNRECONCILABLE:
+        return 1
+    if report.state == NodeState.DONE and (not report.desired or report.current == report.desired):
+        return 0
+    return None
 
 
 def _plan(kube: Kube, current: str, desired: str) -> tuple[dict[str, Any] | None, str]:
@@ -97,6 +157,7 @@ def node_report(
         plan=plan,
         plan_error=plan_error,
         events=_events(kube, node, namespace or default_namespace(), events),
+        ssh=a.get(Annotation.SSH, ""),
     )
 
 
@@ -105,6 +166,13 @@ def render_report(r: NodeReport) -> str:
         f"Node:            {r.node}",
         f"State:           {r.state}",
         f"Reason:          {r.reason or '-'}",
+    ]
+    if r.ssh == SSH_ACCESSED:  # beside the reason: drift and a login read together
+        lines.append("Logins:          accessed (someone logged in since boot; files may have "
+                     "been edited by hand)")  # fmt: skip
+    if r.next_step:
+        lines.append(f"Next:            {r.next_step}")
+    lines += [
         f"Current config:  {r.current or '-'}",
         f"Desired config:  {r.desired or '-'}",
     ]

@@ -135,5 +135,12 @@ def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) 
             raise UpdateError(report.reasons()[0])
         log.info("Node is already on config %s", new.name)
         return result(Outcome.DONE)
-    txn = Transaction(node, plan, document_of(old, old_doc), data, skip_reboot=skip_reboot)
+    txn = Transaction(
+        node,
+        plan,
+        document_of(old, old_doc),
+        data,
+        skip_reboot=skip_reboot,
+        offline_root=not node.effects.systemd.live,
+    )
     return result(txn.run())

@@ -74,8 +74,14 @@ class Transaction:
         skip_certificate_write: bool = False,
         preflight: bool = True,
         before_reboot: Callable[[str], None] | None = None,
+        offline_root: bool = False,
     ) -> None:
+        """``offline_root``: the root is an image no systemd runs (``once-from`` into a
+        directory): actions that need a running manager (reload, restart, daemon-reload)
+        are recorded as skipped, with a note, instead of failing the update."""
         self.node = node
+        self.offline_root = offline_root
+        self.skipped: list[str] = []
         self.before_reboot = before_reboot
         self.plan = plan
         self.old, self.new = plan.old, plan.new
@@ -204,6 +210,15 @@ class Transaction:
             return  # the reboot happens in _finish, after the journal says so
         systemd = self.node.effects.systemd
         for action in actions:
+            if self.offline_root and not systemd.live and action.type is not ActionType.NONE:
+                self.skipped.append(str(action))
+                log.warning(
+                    "Skipped post config change action %s for config %s: no systemd runs "
+                    "for this root (offline); it takes effect when the node boots from it",
+                    action,
+                    self.new.name,
+                )
+                continue
             log.info(
                 "Performing post config change action: %s for config %s", action, self.new.name
             )

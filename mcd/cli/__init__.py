@@ -7,6 +7,9 @@ the cluster client nor the agent, so they start about as fast as Python, click a
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -77,6 +80,33 @@ class LazyGroup(click.Group):
             command.short_help = short
             return command
         return super().get_command(ctx, cmd_name)
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, with usage errors on their own exit code (64, not click's 2:
+        2 means "not reconcilable / not matching" for every mcd command)."""
+        from mcd.cli.common import EXIT_ERROR, EXIT_USAGE  # noqa: PLC0415
+
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            e.show()
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(EXIT_ERROR)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short) for name, (_, _, short) in COMMANDS.items()]

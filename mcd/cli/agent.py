@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from mcd.agent.daemon import Agent, Options
-from mcd.agent.inspect import node_report, render_report
+from mcd.agent.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.cli import pools
 from mcd.cli.common import (
+    EXIT_ERROR,
     fail,
+    output_options,
+    quiet,
+    say,
+    verbosity,
+    warn,
 )
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.api import ConfigurationError as ApiConfigError
-from mcd.host.journal import configure_logging
+from mcd.host.journal import LOG_FORMATS, configure_logging
 from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 
 
@@ -46,6 +54,9 @@ from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 @click.option("--kubelet-healthz-endpoint", default=KUBELET_HEALTHZ, show_default=True)
 @click.option("--kubelet-healthz-interval", type=float, default=30.0, show_default=True,
               help="Seconds between kubelet health checks.")  # fmt: skip
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
+              help="Log lines on stderr as text, or one JSON object each.")  # fmt: skip
+@output_options
 def start_command(
     node_name: str | None,
     root_mount: Path,
@@ -56,9 +67,15 @@ def start_command(
     kubelet_healthz_enabled: bool,
     kubelet_healthz_endpoint: str,
     kubelet_healthz_interval: float,
+    log_format: str,
 ) -> None:
-    """Run the agent: keep this node on its desiredConfig until stopped."""
-    configure_logging()
+    """Run the agent: keep this node on its desiredConfig until stopped.
+
+    Logs to journald where it runs, else to stderr (--log-format). -v adds debug lines,
+    -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start.
+    """
+    level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
+    configure_logging(level, log_format=log_format)
     if not node_name:
         fail("node-name is required")
     options = Options(
@@ -83,27 +100,124 @@ def start_command(
 @click.option(
     "--namespace", help="Where the node's Events are (default: $POD_NAMESPACE or default)."
 )
-@click.option("--events", "event_count", type=int, default=10, show_default=True)
+@click.option("--events", "event_count", type=int, default=10, show_default=True,
+              help="How many of the node's last Events to show.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--wait", is_flag=True,
+              help="Wait until the node is Done on its desired config, Degraded or "
+                   "Unreconcilable; the exit code tells which.")  # fmt: skip
+@click.option("--timeout", type=click.FloatRange(min=0), default=None,
+              help="With --wait: give up after this many seconds (exit 1).")  # fmt: skip
+@click.option("--watch", is_flag=True,
+              help="Print the status again each time it changes, until interrupted "
+                   "(with --wait: until the wait ends).")  # fmt: skip
+@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              help="Seconds between reads with --wait or --watch.")  # fmt: skip
+@output_options
 def status_command(
     node_name: str | None,
     kubeconfig: str | None,
     namespace: str | None,
     event_count: int,
     as_json: bool,
+    wait: bool,
+    timeout: float | None,
+    watch: bool,
+    interval: float,
 ) -> None:
-    """Current and desired config, state and reason, drain state, the pending update and what
-    it will cost, and the node's last Events."""
+    """Current and desired config, state and reason, logins, drain state, the pending update
+    and what it will cost, the next command to run on a Degraded node, and its last Events.
+
+    Exit 0 after printing. With --wait (as cloud-init status --wait): 0 Done on the desired
+    config, 1 Unreconcilable, an error or the --timeout, 2 Degraded.
+    """
     name = node_name or socket.gethostname()
     try:
         kube = Kube(load_client(kubeconfig))
-        report = node_report(kube, name, namespace, event_count)
     except ApiConfigError as e:
         fail(str(e))
-    except ApiError as e:
-        fail(f"cannot read node {name}: {e}")
-    pool_lines, pool = pools.status_pool_lines(kube, name)
+    if not (wait or watch):
+        try:
+            report = node_report(kube, name, namespace, event_count)
+        except ApiError as e:
+            fail(f"cannot read node {name}: {e}")
+        pool_lines, pool = pools.status_pool_lines(kube, name)
+        _show(report, as_json, watch=False, pool_lines=pool_lines, pool=pool)
+        return
+    try:
+        sys.exit(
+            _follow(kube, name, namespace, event_count, as_json, wait, timeout, watch, interval)
+        )
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _show(
+    report: NodeReport,
+    as_json: bool,
+    watch: bool,
+    pool_lines: list[str] | None = None,
+    pool: dict[str, str] | None = None,
+) -> None:
     if as_json:
-        click.echo(json.dumps({**report.to_json(), **({"pool": pool} if pool else {})}, indent=2))
+        say(
+            json.dumps(
+                {**report.to_json(), **({"pool": pool} if pool else {})},
+                indent=None if watch else 2,
+            )
+        )
     else:
-        click.echo(render_report(report) + "".join(f"{line}\n" for line in pool_lines), nl=False)
+        say(render_report(report) + "".join(f"{line}\n" for line in pool_lines or []), nl=False)
+
+
+def _follow(
+    kube: Kube,
+    name: str,
+    namespace: str | None,
+    event_count: int,
+    as_json: bool,
+    wait: bool,
+    timeout: float | None,
+    watch: bool,
+    interval: float,
+) -> int:
+    """Read the node every ``interval`` s; print changes (--watch); end on a final state."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    shown, progress, failing = "", "", ""
+    report: NodeReport | None = None
+    while True:
+        try:
+            report = node_report(kube, name, namespace, event_count)
+            failing = ""
+        except ApiError as e:
+            if str(e) != failing:  # one line per failure, not one per retry
+                warn(f"cannot read node {name}: {e}; retrying")
+                failing = str(e)
+        if report is not None:
+            text = json.dumps(report.to_json()) if as_json else render_report(report)
+            if watch and text != shown:
+                if shown and not as_json:
+                    say("")
+                _show(report, as_json, watch=True)
+                shown = text
+            code = wait_code(report) if wait else None
+            if code is not None:
+                if not watch:
+                    _show(report, as_json, watch=False)
+                return code
+            configs = f"{report.current or '-'} -> {report.desired or '-'}"
+            line = f"waiting for node {name}: {report.state} ({configs})"
+            if wait and not watch and line != progress and not quiet():
+                click.echo(line, err=True)
+                progress = line
+        if deadline is not None and time.monotonic() >= deadline:
+            state = report.state if report is not None else "unknown"
+            if report is not None and not watch:
+                _show(report, as_json, watch=False)
+            fail(
+                f"timed out after {timeout:g} s waiting for node {name} (state {state})", EXIT_ERROR
+            )
+        pause = (
+            interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
+        )
+        time.sleep(pause)

@@ -1,16 +1,29 @@
-"""Shared pieces of the command line: exit codes and one-line error reporting.
+"""Shared pieces of the command line: the exit-code table, one-line errors, -v/-q.
 
-The command line is the only layer that turns errors into exit codes. Bad
-input prints one clear line on stderr (never a traceback) and exits 1.
+The command line is the only layer that turns errors into exit codes. A problem prints one
+line on stderr that names its source (file, URL, field, server), never a traceback.
+
+Exit codes, the same for every command (README "Exit codes"):
+
+====  ==============================================================================
+0     done: the change is reconcilable, the node matches, the config applied
+1     error: bad or missing input, an unreachable server, a failed (rolled back) update
+2     not reconcilable, or not matching (``validate``, ``diff --exit-code``,
+      ``status --wait`` on a Degraded node)
+64    usage: an unknown option, a missing argument (sysexits' EX_USAGE)
+77    ``pivot --unchanged-exit-77``: already on the image (upstream's code)
+====  ==============================================================================
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import NoReturn, ParamSpec, TextIO, TypeVar
 
 import click
 
@@ -18,16 +31,107 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 
 EXIT_OK = 0
-EXIT_BAD_INPUT = 1
-EXIT_UNRECONCILABLE = 2
+EXIT_ERROR = 1
+EXIT_MISMATCH = 2
+EXIT_USAGE = 64
+EXIT_BAD_INPUT = EXIT_ERROR
+EXIT_UNRECONCILABLE = EXIT_MISMATCH
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
+def colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never with ``NO_COLOR`` set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _prefix(word: str, fg: str) -> str:
+    return click.style(word, fg=fg, bold=True) if colour(sys.stderr) else word
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    """``error: <message>`` on stderr, then exit ``code``."""
+    click.echo(f"{_prefix('error:', 'red')} {message}", err=True)
+    sys.exit(code)
+
+
+def warn(message: str) -> None:
+    if not quiet():
+        click.echo(f"{_prefix('warning:', 'yellow')} {message}", err=True)
+
+
+def verbosity() -> int:
+    """-1 with ``-q``, 0 by default, 1 with ``-v``, 2 with ``-vv``."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.meta.get("mcd.verbosity", 0)) if ctx else 0
+
+
+def quiet() -> bool:
+    return verbosity() < 0
+
+
+def say(text: str, nl: bool = True) -> None:
+    """A result for people, on stdout; ``-q`` keeps it back (the exit code still tells)."""
+    if not quiet():
+        click.echo(text, nl=nl)
+
+
+def _set_verbose(ctx: click.Context, _: click.Parameter, value: int) -> None:
+    if value:
+        ctx.meta["mcd.verbosity"] = max(int(ctx.meta.get("mcd.verbosity", 0)), 0) + value
+
+
+def _set_quiet(ctx: click.Context, _: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta["mcd.verbosity"] = -1
+
+
+def output_options(fn: Callable[P, R]) -> Callable[P, R]:
+    """``-v/--verbose`` (repeatable) and ``-q/--quiet``, for every command."""
+    fn = click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_quiet,
+        help="Print only problems (stderr); the exit code tells the result.",
+    )(fn)
+    return click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_set_verbose,
+        help="Say what is done, on stderr (-vv: debug detail).",
+    )(fn)
+
+
+def console_logging(journal: bool = True) -> None:
+    """Log lines for people on stderr: warnings by default, progress with ``-v``, debug
+    detail with ``-vv``, nothing with ``-q``; and to the journal where journald runs."""
+    from mcd.host.journal import configure_console  # noqa: PLC0415  (loads systemd-python)
+
+    v = verbosity()
+    level = {-1: logging.CRITICAL + 1, 0: logging.WARNING, 1: logging.INFO}.get(v, logging.DEBUG)
+    configure_console(level, journal_level=logging.INFO if journal else None, show_errors=v > 0)
+
+
+def os_error_text(e: OSError, source: str = "") -> str:
+    """``<source>: <why>``, naming the file or URL even when the error does not."""
+    reason = getattr(e, "reason", None)  # urllib's URLError / HTTPError
+    code = getattr(e, "code", None)
+    if code is not None and reason is not None:
+        why = f"HTTP {code} {reason}"
+    elif reason is not None:
+        why = str(getattr(reason, "strerror", None) or reason)
+    else:
+        why = e.strerror or str(e)
+    where = source or (str(e.filename) if e.filename else "")
+    return f"{where}: {why}" if where else why
 
 
 def reports_config_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -40,7 +144,7 @@ def reports_config_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except ConfigError as e:
             fail(str(e))
         except OSError as e:
-            fail(f"{e.filename or ''}: {e.strerror or e}")
+            fail(os_error_text(e))
 
     return wrapper
 
@@ -54,11 +158,24 @@ def read_config(path: Path) -> MachineConfig:
         raise ConfigError(f"{path}: {e}") from e
 
 
+def _root_exists(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    if not value.is_dir():
+        why = "not a directory" if value.exists() else "no such directory"
+        fail(f"{value}: {why} (--root)")
+    return value
+
+
+config_file = click.Path(dir_okay=False, path_type=Path)
+"""A config file argument: read by the command, so a missing one is an error (exit 1)
+naming the file, the same for every command (click's ``exists=True`` would make it a
+usage error)."""
+
 existing_root = click.option(
     "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     default="/",
     show_default=True,
+    callback=_root_exists,
     help="The node's root directory.",
 )
 """``--root DIR`` for commands that read or repair an existing node root."""

@@ -9,12 +9,14 @@ from pathlib import Path
 import click
 
 from mcd.cli.common import (
-    EXIT_BAD_INPUT,
+    EXIT_MISMATCH,
     EXIT_OK,
-    EXIT_UNRECONCILABLE,
+    config_file,
     existing_root,
+    output_options,
     read_config,
     reports_config_errors,
+    say,
 )
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document
@@ -24,24 +26,26 @@ from mcd.model.machineconfig import decode_document
 
 
 @click.command()
-@click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("old", type=config_file)
+@click.argument("new", type=config_file)
 @click.option(
     "--policy",
     "policy_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="MachineConfiguration YAML whose spec.nodeDisruptionPolicy is merged over the defaults.",
+    type=config_file,
+    help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
+    "is merged over the default policies.",
 )
 @click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
 @click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_options
 @reports_config_errors
 def plan(
     old: Path, new: Path, policy_file: Path | None, force: bool, legacy: bool, as_json: bool
 ) -> None:
     """Show what moving a node from OLD to NEW changes, costs, and why.
 
-    Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
+    Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad or missing input.
     """
     from mcd.model.describe import describe_plan  # noqa: PLC0415
     from mcd.model.plan import make_plan  # noqa: PLC0415
@@ -60,22 +64,23 @@ def plan(
         policies = merge_policies(DEFAULT_POLICIES, user)
     result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        say(json.dumps(result.to_json(), indent=2))
     else:
-        click.echo(describe_plan(result), nl=False)
-    sys.exit(EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE)
+        say(describe_plan(result), nl=False)
+    sys.exit(EXIT_OK if result.reconcilable else EXIT_MISMATCH)
 
 
 @click.command()
-@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("config", type=config_file)
 @existing_root
+@output_options
 @reports_config_errors
 def validate(config: Path, root: Path) -> None:
     """Check that the files, units, dropins and masks of CONFIG are on disk under ROOT.
 
-    Unit enablement is asked of the node's systemd (over D-Bus, or ``systemctl
-    --root`` for an offline root). Prints every mismatch (never file contents).
-    Exit 0 when the node matches, 1 otherwise.
+    Unit enablement and masks are asked of the node's systemd (over D-Bus, or
+    ``systemctl --root`` for an offline root). Prints every mismatch (never file
+    contents). Exit 0 when the node matches, 2 when it does not, 1 on bad input.
     """
     from mcd.host.rootfs import Root  # noqa: PLC0415
     from mcd.host.runner import Runner  # noqa: PLC0415
@@ -90,29 +95,31 @@ def validate(config: Path, root: Path) -> None:
     finally:
         systemd.close()
     for reason in report.reasons():
-        click.echo(reason)
+        say(reason)
     if not report.ok:
-        sys.exit(EXIT_BAD_INPUT)
-    click.echo(
+        sys.exit(EXIT_MISMATCH)
+    say(
         f"on-disk state matches {mc.name}: {report.files_checked} files, "
         f"{report.units_checked} units checked"
     )
 
 
 @click.command("diff")
-@click.argument("config_a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("config_b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--exit-code", is_flag=True, help="Exit 1 when the configs differ (as git diff).")
+@click.argument("config_a", type=config_file)
+@click.argument("config_b", type=config_file)
+@click.option("--exit-code", is_flag=True, help="Exit 2 when the configs differ.")
+@output_options
 @reports_config_errors
 def diff(config_a: Path, config_b: Path, exit_code: bool) -> None:
     """The file-level unified diff from CONFIG_A to CONFIG_B (units, dropins, OS fields too).
 
     Files that look secret (pull secrets, keys, certificates, kubeconfigs) are
     shown as changed, never printed; so are SSH keys and password hashes.
+    Exit 0, or with --exit-code 2 when the configs differ; 1 on bad or missing input.
     """
     from mcd.model.filediff import render_diff  # noqa: PLC0415
 
     text, differs = render_diff(read_config(config_a), read_config(config_b))
-    click.echo(text or "no differences\n", nl=False)
+    say(text or "no differences\n", nl=False)
     if differs and exit_code:
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(EXIT_MISMATCH)

@@ -13,15 +13,19 @@ from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.restore import RestoreError, restore
 from mcd.agent.transaction import UpdateError
 from mcd.cli.common import (
-    EXIT_BAD_INPUT,
-    EXIT_UNRECONCILABLE,
+    EXIT_ERROR,
+    EXIT_MISMATCH,
+    config_file,
+    console_logging,
     existing_root,
     fail,
+    os_error_text,
+    output_options,
     read_config,
     reports_config_errors,
+    say,
 )
 from mcd.host.errors import HostError
-from mcd.host.journal import configure_logging
 from mcd.host.rootfs import Root
 
 
@@ -35,28 +39,35 @@ from mcd.host.rootfs import Root
     help="The node's root directory (created if missing).",
 )
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@output_options
 @reports_config_errors
 def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
     """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
 
+    The node's previous config is its on-disk currentconfig. On a root no systemd runs
+    (a directory), reloads and restarts are recorded as skipped, with a note.
     Exit 0 when applied (or the reboot is queued or skipped), 2 when the change
     cannot be applied to this node, 1 on any other failure (everything rolled back).
     """
-    configure_logging()
-    root.mkdir(parents=True, exist_ok=True)
+    console_logging()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"{root}: cannot create the root: {e.strerror or e} (--root)")
     node = node_for(Root(root))
     try:
         result = run_once(source, node, skip_reboot=skip_reboot)
     except UpdateError as e:
-        click.echo(f"error: {e}", err=True)
         unreconcilable = str(e).startswith("can't reconcile")
-        sys.exit(EXIT_UNRECONCILABLE if unreconcilable else EXIT_BAD_INPUT)
-    except HostError as e:
+        fail(str(e), EXIT_MISMATCH if unreconcilable else EXIT_ERROR)
+    except HostError as e:  # e.g. another writer holds the node's lock
         fail(str(e))
+    except OSError as e:  # the source: a missing file, an unreachable URL
+        fail(os_error_text(e, source))
     finally:
         node.effects.systemd.close()
     for line in result.describe(str(root)):
-        click.echo(line)
+        say(line)
 
 
 EXIT_UNCHANGED = 77
@@ -67,14 +78,16 @@ EXIT_UNCHANGED = 77
 @click.option("-P", "--from-etc-pullspec", is_flag=True, help=f"Read the image from {PULLSPEC}.")
 @click.option("-r", "--reboot", is_flag=True, help="Reboot if the OS changed.")
 @click.option("--unchanged-exit-77", is_flag=True, help="Exit 77 when already on the image.")
-@click.option(
-    "--root", type=click.Path(file_okay=False, path_type=Path), default="/", show_default=True
-)
+@existing_root
+@output_options
 def pivot_command(
     image: str | None, from_etc_pullspec: bool, reboot: bool, unchanged_exit_77: bool, root: Path
 ) -> None:
-    """Force an OS pivot to IMAGE (or the pullspec file) with rpm-ostree."""
-    configure_logging()
+    """Force an OS pivot to IMAGE (or the pullspec file) with rpm-ostree.
+
+    Exit 0 when pivoted or unchanged (77 with --unchanged-exit-77), 1 on failure.
+    """
+    console_logging()
     if image and from_etc_pullspec:
         fail("give an IMAGE or --from-etc-pullspec, not both")
     node = node_for(Root(root))
@@ -89,7 +102,7 @@ def pivot_command(
         node.effects.systemd.close()
     if not result.changed and not result.kargs_changed and unchanged_exit_77:
         sys.exit(EXIT_UNCHANGED)
-    click.echo(f"{'pivoted' if result.changed else 'unchanged'}: {result.image}")
+    say(f"{'pivoted' if result.changed else 'unchanged'}: {result.image}")
 
 
 @click.command("firstboot-complete-machineconfig")
@@ -97,10 +110,16 @@ def pivot_command(
 @click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
               show_default=True)  # fmt: skip
 @click.option("--skip-reboot", is_flag=True, help="Apply, but do not reboot.")
+@output_options
 @reports_config_errors
 def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bool) -> None:
-    """Apply the MachineConfig encapsulated at install time, then reboot (firstboot service)."""
-    configure_logging()
+    """Apply the MachineConfig encapsulated at install time, then reboot (firstboot service).
+
+    Exit 0 when applied (or the reboot is queued), 1 on failure (rolled back).
+    """
+    console_logging()
+    if not root_mount.is_dir():
+        fail(f"{root_mount}: no such directory (--root-mount)")
     node = node_for(Root(root_mount))
     try:
         outcome = firstboot_complete(node, machineconfig_file, skip_reboot=skip_reboot)
@@ -108,7 +127,7 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
         fail(str(e))
     finally:
         node.effects.systemd.close()
-    click.echo(f"{outcome}: {machineconfig_file}")
+    say(f"{outcome}: {machineconfig_file}")
 
 
 @click.command("restore")
@@ -117,17 +136,18 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
 @click.option(
     "--config",
     "config_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=config_file,
     help="Restore from this MachineConfig instead of the node's currentconfig.",
 )
+@output_options
 @reports_config_errors
 def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None) -> None:
     """Rewrite drifted managed files (all, or PATHS) with their exact bytes, mode and owner.
 
     The source is the node's current config. Prints what was restored and why,
-    never the contents. Exit 0 when everything named matches afterwards.
+    never the contents. Exit 0 when everything named matches afterwards, 1 otherwise.
     """
-    configure_logging()
+    console_logging()
     node = node_for(Root(root))
     try:
         config = read_config(config_file) if config_file else None
@@ -137,8 +157,8 @@ def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None
     finally:
         node.effects.systemd.close()
     for item in restored:
-        click.echo(f"restored {item.path}: was {item.problem}")
+        say(f"restored {item.path}: was {item.problem}")
     for path in clean:
-        click.echo(f"unchanged {path}: already matches {mc.name}")
+        say(f"unchanged {path}: already matches {mc.name}")
     if not restored and not clean:
-        click.echo(f"nothing to restore: the node matches {mc.name}")
+        say(f"nothing to restore: the node matches {mc.name}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -57,6 +58,10 @@ def load_client(
     env = os.environ if environ is None else environ
     path = kubeconfig or env.get("KUBECONFIG")
     api: client.ApiClient
+    if path and not os.path.isfile(path):
+        why = "not a file" if os.path.exists(path) else "no such file"
+        source = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
+        raise ConfigurationError(f"{path}: {why} ({source})")
     try:
         if path:
             api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
@@ -94,7 +99,7 @@ class Kube:
         try:
             data = response.data
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ApiError(0, "Unreachable", f"{method} {path}: {e}") from e
+            raise self._unreachable(f"{method} {path}", e) from e
         finally:
             response.release_conn()
         return json.loads(data) if data else {}
@@ -115,7 +120,7 @@ class Kube:
             if pending.strip():
                 yield json.loads(pending)
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ApiError(0, "Unreachable", f"watch {path} ended: {e}") from e
+            raise self._unreachable(f"watch {path} ended", e) from e
         finally:
             response.release_conn()
 
@@ -149,7 +154,7 @@ class Kube:
         except ApiException as e:
             raise _api_error(e.status, e.reason, e.body) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ApiError(0, "Unreachable", f"{method} {path}: {e}") from e
+            raise self._unreachable(f"{method} {path}", e) from e
         response = result.response  # the urllib3 response, body not read yet
         if not 200 <= response.status < 300:
             try:
@@ -160,6 +165,33 @@ class Kube:
                 response.release_conn()
             raise _api_error(response.status, response.reason, data)
         return response
+
+    @property
+    def server(self) -> str:
+        return str(self.api.configuration.host or "the API server")
+
+    def _unreachable(self, what: str, e: BaseException) -> ApiError:
+        """One line naming the server and the innermost cause, not urllib3's nested repr."""
+        return ApiError(0, "Unreachable", f"{self.server}: {what}: {network_cause(e)}")
+
+
+def network_cause(e: BaseException) -> str:
+    """``Connection refused``, ``timed out``...: the innermost cause of a network error."""
+    seen: list[BaseException] = []
+    current: BaseException | None = e
+    while current is not None and current not in seen:
+        seen.append(current)
+        if isinstance(current, OSError) and current.strerror:
+            return str(current.strerror)
+        nested = getattr(current, "reason", None)
+        current = (
+            nested
+            if isinstance(nested, BaseException)
+            else (current.__cause__ or current.__context__)
+        )
+    text = str(seen[-1]) or type(seen[-1]).__name__
+    # urllib3 puts "<urllib3.connection.HTTPConnection object at 0x7f...>: " before the cause
+    return re.sub(r"<[^<>]* object at 0x[0-9a-f]+>: ", "", text)
 
 
 def _param(value: Any) -> str:

@@ -9,9 +9,11 @@ the journal: the handler would otherwise forward every ``LogRecord`` attribute.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -20,6 +22,10 @@ from systemd import daemon, journal
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 SYSLOG_IDENTIFIER = "machine-config-daemon"
 STDERR_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FORMATS = ("text", "json")
+NOISY_LIBRARIES = ("urllib3", "kubernetes")
+"""Their warnings repeat what mcd reports once per failure (urllib3 logs every retry of a
+request to an unreachable server); shown only at debug level."""
 
 _installed: list[logging.Handler] = []
 
@@ -43,7 +49,41 @@ class _StaticFields(logging.Filter):
         return True
 
 
-def _handler(socket_path: str, stream: TextIO | None) -> tuple[logging.Handler, str]:
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time (RFC 3339, UTC), level, logger, message, and the
+    journal-style upper-case fields (``MCD_NODE``...) as lower-case keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key.isupper() and value is not None:
+                out[key.lower()] = value
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """For one-shot commands: the message alone; problems prefixed ``warning:``/``error:``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.levelno >= logging.ERROR:
+            return f"error: {text}"
+        if record.levelno >= logging.WARNING:
+            return f"warning: {text}"
+        return text
+
+
+def _handler(
+    socket_path: str, stream: TextIO | None, log_format: str
+) -> tuple[logging.Handler, str]:
     if os.path.exists(socket_path):
         handler: logging.Handler = journal.JournalHandler(
             sender_function=_send_fields, SYSLOG_IDENTIFIER=SYSLOG_IDENTIFIER
@@ -51,8 +91,24 @@ def _handler(socket_path: str, stream: TextIO | None) -> tuple[logging.Handler, 
         handler.setFormatter(logging.Formatter("%(message)s"))
         return handler, "journal"
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(logging.Formatter(STDERR_FORMAT))
+    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(STDERR_FORMAT)
+    handler.setFormatter(formatter)
     return handler, "stderr"
+
+
+def _install(handlers: list[logging.Handler], level: int) -> None:
+    root = logging.getLogger()
+    for handler in _installed:
+        root.removeHandler(handler)
+    _installed.clear()
+    for handler in handlers:
+        root.addHandler(handler)
+        _installed.append(handler)
+    root.setLevel(level)
+    for name in NOISY_LIBRARIES:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if level <= logging.DEBUG else logging.ERROR
+        )
 
 
 def configure_logging(
@@ -60,18 +116,42 @@ def configure_logging(
     fields: Mapping[str, str] | None = None,
     socket_path: str = JOURNAL_SOCKET,
     stream: TextIO | None = None,
+    log_format: str = "text",
 ) -> str:
-    """Install the agent's log handler on the root logger; returns ``journal`` or ``stderr``."""
-    root = logging.getLogger()
-    for handler in _installed:
-        root.removeHandler(handler)
-    _installed.clear()
-    handler, where = _handler(socket_path, stream)
+    """Install the agent's log handler on the root logger; returns ``journal`` or ``stderr``.
+
+    ``log_format`` (``text`` or ``json``) shapes the stderr lines; the journal keeps its
+    structured fields either way.
+    """
+    handler, where = _handler(socket_path, stream, log_format)
     handler.addFilter(_StaticFields(fields or {}))
-    root.addHandler(handler)
-    root.setLevel(level)
-    _installed.append(handler)
+    _install([handler], level)
     return where
+
+
+def configure_console(
+    level: int = logging.WARNING,
+    socket_path: str = JOURNAL_SOCKET,
+    stream: TextIO | None = None,
+    journal_level: int | None = logging.INFO,
+    show_errors: bool = False,
+) -> None:
+    """Logging for one-shot commands: plain lines for people on stderr at ``level``
+    (no timestamps, no logger names), and, where journald runs, the same records at
+    ``journal_level`` to the journal, so what a command changed stays on record. Error
+    records reach the console only with ``show_errors`` (``-v``): the command prints its
+    own one-line error, and a failure should not read twice."""
+    console = logging.StreamHandler(stream or sys.stderr)
+    console.setFormatter(ConsoleFormatter())
+    console.setLevel(level)
+    handlers: list[logging.Handler] = [console]
+    if journal_level is not None and os.path.exists(socket_path):
+        to_journal, _ = _handler(socket_path, None, "text")
+        to_journal.setLevel(journal_level)
+        handlers.append(to_journal)
+    if not show_errors:  # the command reports its failure itself, once
+        console.addFilter(lambda record: record.levelno < logging.ERROR)
+    _install(handlers, min(h.level for h in handlers))
 
 
 def notify(status: str = "", ready: bool = False, stopping: bool = False) -> bool:

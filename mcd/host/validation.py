@@ -120,11 +120,11 @@ def _unit_problems(
             problem = check_file(root, path, (dropin.contents or "").encode(), DEFAULT_FILE_MODE)
             if problem:
                 yield path, problem
-        if not unit.contents:
-            continue
         path = unit_path(unit.name)
-        if unit.mask:
+        if unit.mask:  # checked with or without contents (upstream returns early on none)
             problem = _check_mask(root, path)
+        elif not unit.contents:
+            problem = _check_unmasked(root, path) if unit.mask is False else ""
         else:
             problem = check_file(root, path, unit.contents.encode(), DEFAULT_FILE_MODE)
             if not problem and check_enabled and unit.enabled is not None:
@@ -152,16 +152,31 @@ def _exists(root: Root, path: str) -> bool:
 
 def _check_mask(root: Root, path: str) -> str:
     try:
+        root.lstat(path)  # a deleted mask: Go's EvalSymlinks fails on the missing path
         target = root.symlink_target(path)
     except (OSError, PathEscapeError) as e:
         return (
             "state validation: error while evaluation symlink for path "
-            f"{goquote(path)}: {_go_error(e, path)}"
+            f"{goquote(path)}: {_go_error(e, path, 'lstat')}"
         )
     if target != DEV_NULL:
         return (
             f"state validation: invalid unit masked setting. path: {goquote(path)}; "
             f"expected: {DEV_NULL}; received: {target}"
+        )
+    return ""
+
+
+def _check_unmasked(root: Root, path: str) -> str:
+    """``mask: false`` with no contents: the unit's mask (a /dev/null symlink) must be gone."""
+    try:
+        target = root.symlink_target(path)
+    except (OSError, PathEscapeError):
+        return ""  # no symlink there: not masked
+    if target == DEV_NULL:
+        return (
+            f"state validation: invalid unit masked setting. path: {goquote(path)}; "
+            f"expected: not masked; received: {target}"
         )
     return ""
 

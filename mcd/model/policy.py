@@ -94,6 +94,7 @@ class DisruptionPolicies:
         return None
 
 
+POLICY_KIND = "MachineConfiguration"
 CRIO = "crio.service"
 KUBELET = "kubelet.service"
 UPDATE_CA_TRUST = "coreos-update-ca-trust.service"
@@ -146,10 +147,16 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
     """Read ``spec.nodeDisruptionPolicy`` of a ``MachineConfiguration`` (or the bare policy object).
 
     Enforces the API's own validation: known action types, a service name for
-    Reload and Restart, Reboot and None standing alone, absolute paths.
+    Reload and Restart, Reboot and None standing alone, absolute paths. A document of
+    another kind (a MachineConfig given by mistake) is refused, not read as no policy.
     """
     try:
         obj = f.as_map(doc, "")
+        kind = obj.get("kind")
+        if kind is not None and kind != POLICY_KIND:
+            raise PolicyError(f"expected {POLICY_KIND}, got {goquote(str(kind))}", "kind")
+        if kind is None and "spec" not in obj and "nodeDisruptionPolicy" not in obj:
+            raise PolicyError(f"not a {POLICY_KIND}: no spec.nodeDisruptionPolicy")
         path = ""
         if "spec" in obj:
             obj, path = f.opt_map(obj, "spec", ""), "spec"

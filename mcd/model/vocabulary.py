@@ -18,6 +18,10 @@ class Annotation(StrEnum):
     DESIRED_DRAIN = ANNOTATION_PREFIX + "desiredDrain"
     LAST_APPLIED_DRAIN = ANNOTATION_PREFIX + "lastAppliedDrain"
     POST_CONFIG_ACTION = ANNOTATION_PREFIX + "post-config-action"
+    SSH = ANNOTATION_PREFIX + "ssh"  # "accessed": someone logged in since boot (login monitor)
+
+
+SSH_ACCESSED = "accessed"
 
 
 class NodeState(StrEnum):

@@ -232,7 +232,7 @@ def test_cli_validate_asks_the_nodes_systemd(
     (node_root / "etc/systemd/system/on.service").write_text(SERVICE)
     env = {"DBUS_SYSTEM_BUS_ADDRESS": systemd_bus.address}
     result = CliRunner().invoke(cli, ["validate", str(config), "--root", str(node_root)], env=env)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         'unit "on.service" expected enabled=true, but systemd reports "disabled"' in result.output
     )

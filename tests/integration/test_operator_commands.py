@@ -54,7 +54,7 @@ def test_diff_shows_text_changes_and_hides_secrets(tmp_path: Path) -> None:
     assert "user core: SSH keys changed (1 added, 1 removed; keys not shown)" in out
     for secret in ("c3VwZXJzZWNyZXQ", "bmV3", "MIIE", "MIIF", "AAAAold", "AAAAnew", "auths"):
         assert secret not in out
-    assert CliRunner().invoke(cli, ["diff", "--exit-code", str(a), str(b)]).exit_code == 1
+    assert CliRunner().invoke(cli, ["diff", "--exit-code", str(a), str(b)]).exit_code == 2
     same = CliRunner().invoke(cli, ["diff", "--exit-code", str(a), str(a)])
     assert (same.exit_code, same.output) == (0, "no differences\n")
     bad = tmp_path / "bad.yaml"

@@ -105,7 +105,7 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
     assert code == 0 and "on-disk state matches rendered-worker-9" in out
     (root / "etc/foo").write_text("changed by hand\n")
     code, out, _ = run("validate", cfg, "--root", str(root))
-    assert code == 1
+    assert code == 2
     assert out.strip() == (
         "unexpected on-disk state validating against rendered-worker-9: "
         'content mismatch for file "/etc/foo"'

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ from mcd.host.errors import PathEscapeError
 from mcd.host.rootfs import Root
 from mcd.host.validation import validate_on_disk
 from mcd.model.dataurl import encode_data_url
-from tests.builders import file_entry, mc
+from mcd.model.machineconfig import MachineConfig, load_machine_config
+from tests.builders import file_entry, mc, mc_doc
 
 UNIT = "[Service]\nExecStart=/bin/true\n"
 SECRET = b"super-secret-pull-secret\n"
@@ -144,3 +147,54 @@ def test_absolute_symlink_stays_in_root(tmp_path: Path) -> None:
     os.symlink("/etc", node / "etc/hostetc")
     assert Root(node).resolve("/etc/hostetc/passwd") == "/etc/passwd"
     assert not Root(node).exists("/etc/hostetc/passwd")
+
+
+def masks_config() -> MachineConfig:
+    return load_machine_config(
+        json.dumps(
+            mc_doc(
+                "rendered-masks",
+                units=[
+                    {"name": "off.service", "mask": True},  # no contents: upstream skips it
+                    {"name": "back.service", "mask": False},
+                ],
+            )
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        (
+            lambda root: (root / "etc/systemd/system/off.service").unlink(),
+            'state validation: error while evaluation symlink for path "/etc/systemd/system/'
+            'off.service"',
+        ),
+        (
+            lambda root: (
+                (root / "etc/systemd/system/off.service").unlink(),
+                (root / "etc/systemd/system/off.service").write_text("[Service]\n"),
+            ),
+            'state validation: invalid unit masked setting. path: "/etc/systemd/system/'
+            'off.service"; expected: /dev/null; received: /etc/systemd/system/off.service',
+        ),
+        (
+            lambda root: os.symlink("/dev/null", root / "etc/systemd/system/back.service"),
+            'state validation: invalid unit masked setting. path: "/etc/systemd/system/'
+            'back.service"; expected: not masked; received: /dev/null',
+        ),
+    ],
+    ids=["mask-deleted", "mask-replaced", "unmask-undone"],
+)
+def test_masks_are_validated_without_contents(
+    tmp_path: Path, tamper: Callable[[Path], object], expected: str
+) -> None:
+    (tmp_path / "etc/systemd/system").mkdir(parents=True)
+    os.symlink("/dev/null", tmp_path / "etc/systemd/system/off.service")
+    assert validate_on_disk(masks_config(), Root(tmp_path)).ok
+    tamper(tmp_path)
+    found = validate_on_disk(masks_config(), Root(tmp_path)).reasons()
+    assert len(found) == 1 and found[0].startswith(
+        f"unexpected on-disk state validating against rendered-masks: {expected}"
+    ), found
