@@ -9,8 +9,9 @@ Threads, each doing one thing:
   wake-up. A failed sync marks the node ``Degraded`` (or ``Unreconcilable``)
   and is retried with backoff from 1 s to 60 s; the drift monitor, a created
   MachineConfig or the force file wake it at once;
-* the drift monitor (inotify), the kubelet health poll and the HTTP listener
-  for ``/metrics``, ``/healthz`` and ``/readyz``.
+* the drift monitor (inotify), the kubelet health poll, the login monitor (logind's
+  session starts in the host journal: ``ssh=accessed`` once per boot) and the HTTP
+  listener for ``/metrics``, ``/healthz`` and ``/readyz``.
 
 The main thread only waits for signals. SIGTERM during an update is deferred
 until the update step ends (upstream ``catchIgnoreSIGTERM``).
@@ -53,11 +54,12 @@ from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.errors import HostError
 from mcd.host.journal import notify
 from mcd.host.kubelet import DEFAULT_ENDPOINT, KubeletUnhealthy, check_kubelet
+from mcd.host.logins import Login, LoginMonitor
 from mcd.host.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.systemd import SystemdError
 from mcd.model.errors import ConfigError
-from mcd.model.vocabulary import FORCE_FILE, Annotation
+from mcd.model.vocabulary import FORCE_FILE, SSH_ACCESSED, Annotation
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -91,6 +93,7 @@ class Options:
     kubelet_healthz_enabled: bool = True
     kubelet_healthz_endpoint: str = DEFAULT_ENDPOINT
     kubelet_interval: float = 30.0
+    login_monitor: bool = True
     drain_timeout: float = 3600.0
     min_backoff: float = 1.0
     max_backoff: float = 60.0
@@ -143,6 +146,8 @@ class Agent:
         self.syncs = 0
         self.watch = NodeWatch(self.kube, name, self._on_node)
         self._threads: dict[str, threading.Thread] = {}
+        self._ssh_marked = False
+        self.logins = LoginMonitor.for_root(root, self._on_login) if options.login_monitor else None
 
     # -- inputs, from other threads ------------------------------------------------------
 
@@ -167,6 +172,26 @@ class Agent:
         with self._cond:
             self._drift = reason
             self._cond.notify()
+
+    def _on_login(self, login: Login) -> None:
+        """Count every session; annotate the Node once per boot (upstream's wording)."""
+        self.metrics.ssh_accesses.inc()
+        log.info("Detected a new login session: %s", login.message)
+        if self._ssh_marked:
+            return
+        log.info("Login access is discouraged! Applying annotation: %s", Annotation.SSH)
+        try:
+            self.ctx.writer.set_annotations({Annotation.SSH: SSH_ACCESSED})
+            self._ssh_marked = True
+        except ApiError as e:  # tried again at the next login
+            log.warning("cannot apply annotation for SSH access due to: %s", e)
+
+    def _watch_logins(self) -> None:
+        assert self.logins is not None
+        try:
+            self.logins.run(self.stop)
+        except OSError as e:  # an unreadable journal: say so once, keep the agent
+            log.warning("Login monitor stopped: cannot read the journal: %s", e)
 
     def _drain_blocked(self, reason: str) -> None:
         self.ctx.status.progress(reason)
@@ -342,6 +367,8 @@ class Agent:
         self._start("worker", self._work)
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", self._poll_kubelet)
+        if self.logins is not None:
+            threading.Thread(target=self._watch_logins, name="logins", daemon=True).start()
         announced = False
         while not self.stop.wait(0.2):
             if not announced and not self.readyz():

@@ -40,6 +40,10 @@ class Metrics:
             registry=r,
         )  # fmt: skip
 
+        self.ssh_accesses = Counter(
+            "ssh_accesses", "Total number of SSH access occurred.", registry=r
+        )  # exported as ssh_accesses_total (upstream's name until the 2023 removal)
+
     def set_host_os(self, os_label: str, version: str) -> None:
         self.host_os.clear()
         self.host_os.labels(os_label, version).set(1)

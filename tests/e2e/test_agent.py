@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from mcd.cli import cli
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, PULL_SECRET, worker
@@ -18,6 +20,7 @@ from tests.e2e.harness import IMAGE_B, AgentNode, create_config, free_port
 from tests.fakes import rpm_ostree
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
+from tests.integration.test_login_monitor import needs_journald, write_logins
 
 
 def boot_on(
@@ -362,3 +365,23 @@ def test_metrics_and_probes(make_node: NodeFactory, kube_cluster: TestCluster) -
         )
         >= 1
     )
+
+
+@needs_journald
+def test_a_login_sets_ssh_accessed_once_and_counts_it(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Two logins this boot before the agent started: one annotation, two counted, and
+    ``mcd status`` shows the login beside the state."""
+    node = make_node()
+    write_logins(node.root / "run/log/journal", "logind:4", "logind:5", "fake:6")
+    boot_on(node, kube_cluster)
+    node.wait_for(lambda: node.annotations().get(Annotation.SSH) == "accessed", 10, "ssh=accessed")
+    node.wait_for(lambda: "ssh_accesses_total 2.0" in node.metrics(), 10, "two logins counted")
+    out = (
+        CliRunner()
+        .invoke(cli, ["status", "--node", node.name, "--kubeconfig", str(kube_cluster.kubeconfig)])
+        .output
+    )
+    assert "Logins:          accessed" in out
+    assert "Detected a new login session: New session 4 of user core." in node.log()
