@@ -61,7 +61,7 @@ class NodeReport:
 
 
 RUNBOOK = "docs/runbook.md"
-_RUNBOOK_SECTIONS = (
+RUNBOOK_SECTIONS = (
     ("unexpected on-disk state", "#1-config-drift-files-on-disk-differ-from-the-current-config"),
     ("machineconfig", "#2-the-desired-machineconfig-cannot-be-read"),
     ("invalid MachineConfig", "#2-the-desired-machineconfig-cannot-be-read"),
@@ -78,7 +78,7 @@ def next_step(node: str, state: str, reason: str) -> str:
     """What to run next on a Degraded node, with the runbook section that explains it."""
     if state != NodeState.DEGRADED:
         return ""
-    anchor = next((a for text, a in _RUNBOOK_SECTIONS if text in reason), "")
+    anchor = next((a for text, a in RUNBOOK_SECTIONS if text in reason), "")
     where = f"{RUNBOOK}{anchor}"
     if reason.startswith("unexpected on-disk state"):
         paths = " ".join(_DRIFTED_PATH.findall(reason))

@@ -77,7 +77,7 @@ def start_command(
     level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
     configure_logging(level, log_format=log_format)
     if not node_name:
-        fail("node-name is required")
+        raise click.UsageError("--node-name (or $NODE_NAME) is required")
     options = Options(
         node_name=node_name, root_mount=str(root_mount), kubeconfig=kubeconfig,
         drain_mode=drain_mode, drain_timeout=drain_timeout, metrics_url=metrics_url,

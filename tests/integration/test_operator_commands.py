@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
 from pathlib import Path
 
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 
+from mcd.agent.inspect import RUNBOOK_SECTIONS
 from mcd.cli import cli
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.model.vocabulary import Annotation
@@ -146,3 +151,71 @@ def test_status_shows_state_reason_pending_plan_and_events(kube_cluster: TestClu
         cli, ["status", "--node", "nope", "--kubeconfig", str(kube_cluster.kubeconfig)]
     )
     assert missing.exit_code == 1 and "cannot read node nope: 404" in missing.output
+
+
+def status(cluster: TestCluster, node: str, *extra: str) -> Result:
+    args = ["status", "--node", node, "--kubeconfig", str(cluster.kubeconfig), "--events", "0"]
+    return CliRunner().invoke(cli, [*args, *extra], prog_name="mcd")
+
+
+@pytest.mark.parametrize(
+    ("state", "current", "code"),
+    [("Done", "two", 0), ("Degraded", "one", 2), ("Unreconcilable", "one", 1)],
+)
+def test_status_wait_exit_codes(
+    kube_cluster: TestCluster, state: str, current: str, code: int
+) -> None:
+    names = {"one": kube_cluster.name("rendered-1"), "two": kube_cluster.name("rendered-2")}
+    reason = (
+        f"unexpected on-disk state validating against {names['one']}: "
+        'content mismatch for file "/etc/a"'
+        if state == "Degraded"
+        else ""
+    )
+    node = kube_cluster.node("wait", {Annotation.CURRENT_CONFIG: names[current],
+                                      Annotation.DESIRED_CONFIG: names["two"],
+                                      Annotation.STATE: state, Annotation.REASON: reason})  # fmt: skip
+    result = status(kube_cluster, node, "--wait", "--timeout", "20")
+    assert result.exit_code == code, result.output
+    assert f"State:           {state}\n" in result.stdout
+    if state == "Degraded":  # the next command, with the runbook section that explains it
+        assert (
+            f"Next:            on node {node}: mcd restore /etc/a --root /  (see docs/runbook.md"
+            "#1-config-drift-files-on-disk-differ-from-the-current-config)\n" in result.stdout
+        )
+        plain = status(kube_cluster, node, "--json")
+        assert plain.exit_code == 0  # without --wait: a read that worked
+        assert json.loads(plain.stdout)["nextStep"].startswith(f"on node {node}: mcd restore")
+
+
+def test_status_wait_follows_the_node_until_done_or_times_out(kube_cluster: TestCluster) -> None:
+    one, two = kube_cluster.name("rendered-1"), kube_cluster.name("rendered-2")
+    node = kube_cluster.node("follow", {Annotation.CURRENT_CONFIG: one,
+                                        Annotation.DESIRED_CONFIG: two,
+                                        Annotation.STATE: "Working"})  # fmt: skip
+    timed_out = status(kube_cluster, node, "--wait", "--timeout", "0.5", "--interval", "0.1")
+    assert timed_out.exit_code == 1
+    assert timed_out.stderr.splitlines()[-1] == (
+        f"error: timed out after 0.5 s waiting for node {node} (state Working)"
+    )
+
+    def finish() -> None:
+        time.sleep(1.0)
+        kube_cluster.annotate(node, {Annotation.CURRENT_CONFIG: two, Annotation.STATE: "Done"})
+
+    threading.Thread(target=finish, daemon=True).start()
+    watched = status(kube_cluster, node, "--wait", "--watch", "--json", "--interval", "0.1")
+    assert watched.exit_code == 0, watched.output
+    seen = [json.loads(line) for line in watched.stdout.splitlines()]
+    assert [(s["state"], s["current"]) for s in seen] == [("Working", one), ("Done", two)]
+
+
+def test_runbook_anchors_of_next_steps_exist() -> None:
+    runbook = (Path(__file__).resolve().parents[2] / "docs/runbook.md").read_text()
+    slugs = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in runbook.splitlines()
+        if line.startswith("## ")
+    }
+    for anchor in {a for _, a in RUNBOOK_SECTIONS}:
+        assert anchor.lstrip("#") in slugs, anchor
