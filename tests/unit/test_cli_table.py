@@ -240,3 +240,30 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path: Path) -> No
         assert not common.colour(Tty())  # type: ignore[arg-type]
     finally:
         del os.environ["NO_COLOR"]
+
+
+def test_a_deleted_or_replaced_mask_is_found_and_restored(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    config = env.file(
+        "masks.yaml", mc_doc("rendered-masks", units=[{"name": "noisy.service", "mask": True}])
+    )
+    root = tmp_path / "root"
+    applied = CliRunner().invoke(cli, ["once-from", config, "--root", str(root), "--skip-reboot"])
+    assert applied.exit_code == 0, applied.output
+    link = root / "etc/systemd/system/noisy.service"
+    assert os.readlink(link) == "/dev/null"
+    for tamper in (link.unlink, lambda: (link.unlink(), link.write_text("[Service]\n"))):
+        tamper()
+        found = CliRunner().invoke(cli, ["validate", config, "--root", str(root)])
+        assert found.exit_code == 2
+        assert (
+            "state validation: " in found.stdout
+            and "/etc/systemd/system/noisy.service" in found.stdout
+        )
+        fixed = CliRunner().invoke(cli, ["restore", "--root", str(root), "--config", config])
+        assert fixed.exit_code == 0, fixed.output
+        assert fixed.stdout.startswith(
+            "restored /etc/systemd/system/noisy.service: was state validation"
+        )
+        assert os.readlink(link) == "/dev/null"
+        assert CliRunner().invoke(cli, ["validate", config, "--root", str(root)]).exit_code == 0
