@@ -50,8 +50,10 @@ from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 )
 @click.option("--metrics-url", default="127.0.0.1:8797", show_default=True,
               help="Listen address for /metrics, /healthz and /readyz.")  # fmt: skip
-@click.option("--kubelet-healthz-enabled/--no-kubelet-healthz", default=True, show_default=True)
-@click.option("--kubelet-healthz-endpoint", default=KUBELET_HEALTHZ, show_default=True)
+@click.option("--kubelet-healthz-enabled/--no-kubelet-healthz", default=True, show_default=True,
+              help="Poll the kubelet's health endpoint and count failures.")  # fmt: skip
+@click.option("--kubelet-healthz-endpoint", default=KUBELET_HEALTHZ, show_default=True,
+              help="The kubelet health URL to poll.")  # fmt: skip
 @click.option("--kubelet-healthz-interval", type=float, default=30.0, show_default=True,
               help="Seconds between kubelet health checks.")  # fmt: skip
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,

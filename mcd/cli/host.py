@@ -106,9 +106,10 @@ def pivot_command(
 
 
 @click.command("firstboot-complete-machineconfig")
-@click.option("--machineconfig-file", default=ENCAPSULATED, show_default=True)
+@click.option("--machineconfig-file", default=ENCAPSULATED, show_default=True,
+              help="The encapsulated MachineConfig, a path on the node.")  # fmt: skip
 @click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
-              show_default=True)  # fmt: skip
+              show_default=True, help="Where the node's root filesystem is mounted.")  # fmt: skip
 @click.option("--skip-reboot", is_flag=True, help="Apply, but do not reboot.")
 @output_options
 @reports_config_errors

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -74,3 +75,13 @@ def test_every_listed_command_loads_and_has_help() -> None:
         result = CliRunner().invoke(cli, [name, "--help"])
         assert result.exit_code == 0, name
         assert "Usage: " in result.stdout and name in result.stdout
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.help, name
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.help, (name, param.opts)
