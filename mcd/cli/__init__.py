@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mcd import __version__
+from mcd.cli.exits import EXIT_ERROR, EXIT_USAGE
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     # name: (module, attribute, the one line `mcd --help` shows without importing it)
@@ -91,8 +92,6 @@ class LazyGroup(click.Group):
     ) -> Any:
         """click's main, with usage errors on their own exit code (64, not click's 2:
         2 means "not reconcilable / not matching" for every mcd command)."""
-        from mcd.cli.common import EXIT_ERROR, EXIT_USAGE  # noqa: PLC0415
-
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as e:

@@ -27,15 +27,25 @@ from typing import NoReturn, ParamSpec, TextIO, TypeVar
 
 import click
 
+from mcd.cli.exits import (  # re-exported: the commands import them from here
+    EXIT_BAD_INPUT,
+    EXIT_ERROR,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    EXIT_UNRECONCILABLE,
+    EXIT_USAGE,
+)
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_MISMATCH = 2
-EXIT_USAGE = 64
-EXIT_BAD_INPUT = EXIT_ERROR
-EXIT_UNRECONCILABLE = EXIT_MISMATCH
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_ERROR",
+    "EXIT_MISMATCH",
+    "EXIT_OK",
+    "EXIT_UNRECONCILABLE",
+    "EXIT_USAGE",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")

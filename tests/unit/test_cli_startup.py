@@ -85,3 +85,11 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
         for param in command.params:
             if isinstance(param, click.Option) and not param.hidden:
                 assert param.help, (name, param.opts)
+
+
+def test_help_loads_no_model_or_yaml() -> None:
+    modules = loaded_after("--help")
+    assert sorted(m for m in modules if m.startswith(("mcd.", "yaml"))) == [
+        "mcd.cli",
+        "mcd.cli.exits",
+    ]
