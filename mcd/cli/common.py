@@ -17,7 +17,6 @@ Exit codes, the same for every command (README "Exit codes"):
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -123,6 +122,8 @@ def output_options(fn: Callable[P, R]) -> Callable[P, R]:
 def console_logging(journal: bool = True) -> None:
     """Log lines for people on stderr: warnings by default, progress with ``-v``, debug
     detail with ``-vv``, nothing with ``-q``; and to the journal where journald runs."""
+    import logging  # noqa: PLC0415  (plan, diff and validate log nothing: no start-up cost)
+
     from mcd.host.journal import configure_console  # noqa: PLC0415  (loads systemd-python)
 
     v = verbosity()

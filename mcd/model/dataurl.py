@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import zlib
 from urllib.parse import unquote_to_bytes
 
@@ -64,5 +63,7 @@ def decompress(data: bytes, compression: str) -> bytes:
 def encode_data_url(data: bytes, *, compress: bool = False) -> str:
     """Build a base64 data URL; the inverse of ``decode_data_url`` (used by tools and tests)."""
     if compress:
+        import gzip  # noqa: PLC0415  (tools and tests only; start-up of the commands)
+
         data = gzip.compress(data, mtime=0)
     return "data:;base64," + base64.b64encode(data).decode("ascii")
