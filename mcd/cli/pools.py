@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mcd.cli import configs
-from mcd.cli.common import EXIT_OK, fail
+from mcd.cli.common import EXIT_OK, config_file, fail, output_options
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds between passes when nothing changes.",
 )
+@output_options
 def controller_command(
     kubeconfig: str | None,
     metrics_url: str,
@@ -55,9 +56,9 @@ def controller_command(
     resync: float,
 ) -> None:
     """Render MachineConfigPools and roll them out to their nodes (one leader at a time)."""
-    from mcd.cluster.api import ConfigurationError as ApiConfigError
-    from mcd.controller.run import Controller, ControllerOptions
-    from mcd.host.journal import configure_logging
+    from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
+    from mcd.controller.run import Controller, ControllerOptions  # noqa: PLC0415
+    from mcd.host.journal import configure_logging  # noqa: PLC0415
 
     configure_logging()
     options = ControllerOptions(
@@ -76,8 +77,8 @@ def controller_command(
 
 
 @click.command("plan")
-@click.argument("old", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("new", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("old", required=False, type=config_file)
+@click.argument("new", required=False, type=config_file)
 @click.option("--pool", help="Plan a pool's rollout against the cluster instead of OLD and NEW.")
 @click.option(
     "--kubeconfig", type=click.Path(dir_okay=False), help="With --pool; default: $KUBECONFIG."
@@ -85,12 +86,14 @@ def controller_command(
 @click.option(
     "--policy",
     "policy_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="MachineConfiguration YAML whose spec.nodeDisruptionPolicy is merged over the defaults.",
+    type=config_file,
+    help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
+    "is merged over the default policies.",
 )
 @click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
 @click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_options
 @click.pass_context
 def plan_command(
     ctx: click.Context,
@@ -110,7 +113,7 @@ def plan_command(
     """
     if pool is None:
         if old is None or new is None:
-            fail("plan needs OLD and NEW, or --pool POOL")
+            raise click.UsageError("plan needs OLD and NEW, or --pool POOL")
         ctx.invoke(
             configs.plan,
             old=old,
@@ -122,13 +125,13 @@ def plan_command(
         )
         return
     if old is not None or new is not None:
-        fail("--pool takes no OLD or NEW")
-    from mcd.cluster.api import ApiError, Kube, load_client
-    from mcd.cluster.api import ConfigurationError as ApiConfigError
-    from mcd.cluster.configs import MACHINECONFIGS
-    from mcd.cluster.pools import NODES, POOLS
-    from mcd.controller.preview import describe_preview, preview_pool
-    from mcd.model.pools import SelectorError
+        raise click.UsageError("--pool takes no OLD or NEW")
+    from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
+    from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
+    from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415
+    from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
+    from mcd.controller.preview import describe_preview, preview_pool  # noqa: PLC0415
+    from mcd.model.pools import SelectorError  # noqa: PLC0415
 
     try:
         kube = Kube(load_client(kubeconfig))
@@ -155,10 +158,10 @@ def plan_command(
 
 
 def _window(pool: dict[str, object]) -> WindowState | None:
-    from datetime import UTC, datetime
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from datetime import UTC, datetime  # noqa: PLC0415
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
 
-    from mcd.model.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state
+    from mcd.model.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state  # noqa: PLC0415
 
     meta = pool.get("metadata")
     annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
@@ -175,9 +178,9 @@ def _window(pool: dict[str, object]) -> WindowState | None:
 def status_pool_lines(kube: Kube, node_name: str) -> tuple[list[str], dict[str, str]]:
     """``mcd status``'s pool lines and JSON: the node's pool and when its window opens.
     Nothing when pools cannot be read (no CRD, or the agent's own account may not)."""
-    from mcd.cluster.api import ApiError
-    from mcd.cluster.pools import NODES, POOLS
-    from mcd.controller.preview import describe_pool_summary, node_pool_summary
+    from mcd.cluster.api import ApiError  # noqa: PLC0415
+    from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
+    from mcd.controller.preview import describe_pool_summary, node_pool_summary  # noqa: PLC0415
 
     try:
         node = kube.request("GET", f"{NODES}/{node_name}")
