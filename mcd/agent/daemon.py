@@ -3,12 +3,18 @@
 Threads, each doing one thing:
 
 * the Node watch (``metadata.name=<node>``) hands every new version of the
-  Node to the worker, which wakes only when a field that drives it changed
-  (``desiredConfig``, ``currentConfig``, the drain handshake);
+  Node to the worker, which wakes when anything the agent answers for differs
+  from what it last knew (``desiredConfig``, ``currentConfig``, ``state``,
+  ``reason``, the drain handshake, the Node's uid), unless the version is the
+  agent's own write; a periodic resync reads the Node afresh and syncs anyway;
 * the worker runs one sync at a time: the boot checks first, then a sync per
-  wake-up. A failed sync marks the node ``Degraded`` (or ``Unreconcilable``)
-  and is retried with backoff from 1 s to 60 s; the drift monitor, a created
-  MachineConfig or the force file wake it at once;
+  wake-up, always decided from the newest Node the agent knows (its own last
+  write or a later watch event, never an older one). A sync is level-triggered:
+  an update when one is due, else the Node corrected to what the node is
+  (:mod:`mcd.agent.level`). A failed sync marks the node ``Degraded`` (or
+  ``Unreconcilable``) and is retried with backoff from 1 s to 60 s; the drift
+  monitor, a created MachineConfig or the force file wake it at once, and no
+  wake-up cancels a pending retry;
 * the drift monitor (inotify), the kubelet health poll, the login monitor (logind's
   session starts in the host journal: ``ssh=accessed`` once per boot) and the HTTP
   listener for ``/metrics``, ``/healthz`` and ``/readyz``.
@@ -32,6 +38,7 @@ from mcd.agent.boot import boot
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.http import StatusServer
+from mcd.agent.level import settle
 from mcd.agent.metrics import Metrics
 from mcd.agent.once import node_for
 from mcd.agent.status import NodeStatus
@@ -78,6 +85,8 @@ EXPECTED = (
 WAKE_KEYS = (
     Annotation.DESIRED_CONFIG,
     Annotation.CURRENT_CONFIG,
+    Annotation.STATE,
+    Annotation.REASON,
     Annotation.DESIRED_DRAIN,
     Annotation.LAST_APPLIED_DRAIN,
 )
@@ -97,11 +106,13 @@ class Options:
     drain_timeout: float = 3600.0
     min_backoff: float = 1.0
     max_backoff: float = 60.0
+    resync_interval: float = 300.0
 
 
 def wake_key(node: Obj) -> tuple[str, ...]:
     annotations = annotations_of(node)
-    return tuple(annotations.get(k, "") for k in WAKE_KEYS)
+    uid = str((node.get("metadata") or {}).get("uid") or "")
+    return (uid, *(annotations.get(k, "") for k in WAKE_KEYS))
 
 
 class Agent:
@@ -139,6 +150,8 @@ class Agent:
         self._dirty = False
         self._drift: str | None = None
         self._retry_at: float | None = None
+        self._resync_at = time.monotonic() + options.resync_interval
+        self._refresh = False
         self._waiting_for: set[str] = set()
         self.backoff = Backoff(initial=options.min_backoff, maximum=options.max_backoff)
         self.booting = True
@@ -152,14 +165,16 @@ class Agent:
     # -- inputs, from other threads ------------------------------------------------------
 
     def _on_node(self, node: Obj) -> None:
-        self.ctx.writer.observe(node)
+        writer = self.ctx.writer
+        writer.observe(node)
         key = wake_key(node)
         with self._cond:
             self._node = node
             if key != self._key:
                 self._key = key
-                self._dirty = True
-                self._cond.notify()
+                if not writer.wrote(node):  # the agent's own write needs no second look
+                    self._dirty = True
+                    self._cond.notify()
 
     def wake(self) -> None:
         """Sync now, whatever the backoff says (the cause of a failure may be gone)."""
@@ -205,12 +220,32 @@ class Agent:
                 if self._drift is not None or self._dirty:
                     break
                 if self._retry_at is not None and now >= self._retry_at:
+                    self._retry_at = None  # only a retry that fires is spent
+                    break
+                if now >= self._resync_at:
+                    self._refresh = True
                     break
                 wait = 1.0 if self._retry_at is None else min(1.0, self._retry_at - now)
                 self._cond.wait(max(wait, 0.01))
             drift, self._drift = self._drift, None
-            self._dirty, self._retry_at = False, None
+            self._dirty = False
+            self._resync_at = time.monotonic() + self.options.resync_interval
             return drift, self._node
+
+    def _newest_node(self) -> Obj:
+        """The Node to decide from: never older than the agent's own last write; read afresh
+        on a periodic resync (a missed event is then found)."""
+        writer = self.ctx.writer
+        if self._refresh:
+            self._refresh = False
+            try:
+                node = writer.get()
+            except ApiError as e:
+                log.warning("Resync could not read node %s: %s", self.options.node_name, e)
+            else:
+                self._on_node(node)
+                return node
+        return writer.current()
 
     def _work(self) -> None:
         while not self.stop.is_set():
@@ -220,8 +255,10 @@ class Agent:
             if drift is not None:
                 self._attempt(self._report_drift, drift)
             elif node is not None:
-                if self._attempt(self._sync, node):
+                if self._attempt(self._sync, self._newest_node()):
                     self.backoff.reset()
+                    with self._cond:
+                        self._retry_at = None  # decided from the newest Node: nothing owed
                 self.first_sync_done = True
             if self.ctx.guard.deferred:
                 log.info("Update step ended; stopping as asked by SIGTERM")
@@ -265,6 +302,8 @@ class Agent:
         desired = wants_update(node, current.name, ctx.host.root.exists(FORCE_FILE))
         if desired:
             trigger_update(ctx, node, current, desired)
+        else:
+            settle(ctx, node, current)
 
     def _report_drift(self, reason: str) -> None:
         log.error("Config drift detected: %s", reason)

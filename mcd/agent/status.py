@@ -23,6 +23,8 @@ class NodeStatus:
     def __init__(self, writer: NodeWriter, metrics: Metrics) -> None:
         self.writer = writer
         self.metrics = metrics
+        self.failing = ""
+        """The reason the agent last reported a failure for ('' since its last Done)."""
 
     def done(self, config_name: str) -> None:
         self.writer.set_annotations(
@@ -32,6 +34,7 @@ class NodeStatus:
                 Annotation.REASON: "",
             }
         )
+        self.failing = ""
         self.metrics.set_state(NodeState.DONE)
         self.metrics.set_update_state(config_name)
 
@@ -56,6 +59,7 @@ class NodeStatus:
         self.writer.set_annotations({Annotation.REASON: reason})
 
     def _failed(self, state: NodeState, reason: str) -> None:
+        self.failing = reason
         node = self.writer.set_annotations({Annotation.STATE: state, Annotation.REASON: reason})
         self.metrics.set_state(state, reason)
         desired = annotations_of(node).get(Annotation.DESIRED_CONFIG, "")

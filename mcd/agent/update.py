@@ -264,8 +264,8 @@ def wants_update(node: Obj, current_name: str, force: bool) -> str:
     if not desired:
         return ""
     state = annotations.get(Annotation.STATE) or NodeState.DONE
-    if desired == current_name and state == NodeState.DONE and not force:
-        return ""
     if desired == current_name and not force:
-        log.warning("current+desiredConfig is %s but state is %s", desired, state)
+        if state != NodeState.DONE:  # settled by :func:`mcd.agent.level.settle`
+            log.warning("current+desiredConfig is %s but state is %s", desired, state)
+        return ""
     return desired

@@ -48,6 +48,8 @@ from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
     show_default=True,
     help="Seconds before a drain that cannot finish marks the node Degraded.",
 )
+@click.option("--resync-interval", type=float, default=300.0, show_default=True,
+              help="Seconds between resyncs (Node read afresh, corrected).")  # fmt: skip
 @click.option("--metrics-url", default="127.0.0.1:8797", show_default=True,
               help="Listen address for /metrics, /healthz and /readyz.")  # fmt: skip
 @click.option("--kubelet-healthz-enabled/--no-kubelet-healthz", default=True, show_default=True,
@@ -65,6 +67,7 @@ def start_command(
     kubeconfig: str | None,
     drain_mode: str,
     drain_timeout: float,
+    resync_interval: float,
     metrics_url: str,
     kubelet_healthz_enabled: bool,
     kubelet_healthz_endpoint: str,
@@ -85,7 +88,7 @@ def start_command(
         drain_mode=drain_mode, drain_timeout=drain_timeout, metrics_url=metrics_url,
         kubelet_healthz_enabled=kubelet_healthz_enabled,
         kubelet_healthz_endpoint=kubelet_healthz_endpoint,
-        kubelet_interval=kubelet_healthz_interval,
+        kubelet_interval=kubelet_healthz_interval, resync_interval=resync_interval,
     )  # fmt: skip
     try:
         agent = Agent(options)

@@ -33,6 +33,24 @@ def annotations_of(node: Obj) -> dict[str, str]:
     return dict((node.get("metadata") or {}).get("annotations") or {})
 
 
+def resource_version(node: Obj) -> str:
+    return str((node.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def not_older(node: Obj, than: Obj) -> bool:
+    """True unless ``node`` is known to be an older version of ``than``.
+
+    resourceVersions are opaque strings to clients, but every API server in use (etcd
+    revisions, and the fake's counter) hands out increasing integers: compared as such when
+    both are. A different uid (a Node deleted and registered again) is never older."""
+    if (node.get("metadata") or {}).get("uid") != (than.get("metadata") or {}).get("uid"):
+        return True
+    a, b = resource_version(node), resource_version(than)
+    if a.isdigit() and b.isdigit():
+        return int(a) >= int(b)
+    return True
+
+
 class NodeWriter:
     """The only path by which the agent changes its Node."""
 
@@ -43,6 +61,7 @@ class NodeWriter:
         self._lock = threading.Lock()
         self.patches = 0
         self._cached: Obj | None = None
+        self._written: list[str] = []  # resourceVersions of the agent's own last writes
 
     def get(self) -> Obj:
         """The Node as the API server has it now (a request)."""
@@ -55,8 +74,17 @@ class NodeWriter:
         return self._cached if self._cached is not None else self.get()
 
     def observe(self, node: Obj) -> None:
-        """A newer Node from the watch."""
-        self._cached = node
+        """A Node from the watch; kept unless the writer already holds a newer version (its
+        own PATCH response), so that a lagging watch never rolls back what the agent knows."""
+        cached = self._cached
+        if cached is None or not_older(node, cached):
+            self._cached = node
+
+    def wrote(self, node: Obj) -> bool:
+        """True when ``node`` is a version the agent's own write produced (waits for a write
+        in flight: its watch event may arrive before its response)."""
+        with self._lock:
+            return resource_version(node) in self._written
 
     def set_annotations(self, values: Mapping[str, str | None]) -> Obj:
         """Set (or, with ``None``, remove) annotations; no request when already so."""
@@ -106,6 +134,7 @@ class NodeWriter:
                         "PATCH", node_path(self.node_name), body=patch, content_type=MERGE_PATCH
                     )
                     self._cached = updated
+                    self._written = [*self._written[-31:], resource_version(updated)]
                     return updated
                 except ApiError as e:
                     if e.status != 409:

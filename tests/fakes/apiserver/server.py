@@ -110,6 +110,8 @@ class FakeApiServer:
         self._end_generation = 0
         self._lock = threading.Lock()
         self.max_watch_seconds = 300.0
+        self.watch_lag = 0.0
+        """Seconds every watch event is held back (a watch that lags the writes)."""
         self.open_watches = 0
         self.peak_watches = 0
         self.watching: Counter[str] = Counter()  # open watch streams per User-Agent
@@ -518,6 +520,8 @@ class _Watch:
                     seen = store.rv  # every change up to here is in ``changes``
                     if not changes:
                         store.changed.wait(0.2)
+                if changes and self.fake.watch_lag:
+                    time.sleep(self.fake.watch_lag)
                 for change in changes:
                     if self._match(change.obj):
                         self._emit(change.type, change.obj)
