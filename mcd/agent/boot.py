@@ -1,6 +1,9 @@
 """The first sync after the agent starts (upstream ``checkStateOnFirstRun``, reference 1.7).
 
-1. Clear ``post-config-action=Rebooting`` left by the reboot.
+1. Clear ``post-config-action=Rebooting`` left by the reboot. A reboot owed
+   since another boot has happened (:mod:`mcd.agent.owed`); one owed since this
+   boot did not: it is requested again (at most three times in one boot, then
+   ``Degraded`` with upstream's ``... matches current! Failed to reboot?``).
 2. Finish what the update journal says was interrupted: promote the config an
    update rebooted into (booted deployment and kernel arguments checked), roll
    forward, or roll back. A node that came back on the old deployment is
@@ -18,6 +21,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
+from mcd.agent import owed
 from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
@@ -35,6 +39,7 @@ from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.systemd import SystemdError
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,7 @@ def boot(ctx: Context, node: Obj) -> None:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
     force = ctx.host.root.exists(FORCE_FILE)
+    still_owed = owed.pending_in(ctx.host.root, ctx.host.boot_id())
     interrupted = Journal(ctx.host.root).pending()
     try:
         with (
@@ -59,6 +65,9 @@ def boot(ctx: Context, node: Obj) -> None:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
+        return
+    if still_owed is not None and not interrupted:
+        reboot_again(ctx, still_owed)
         return
     current = current_config(ctx, node)
     desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
@@ -94,3 +103,25 @@ def boot(ctx: Context, node: Obj) -> None:
         f"Booting node {ctx.node_name}, currentConfig {current.name}, desiredConfig {desired}",
     )
     trigger_update(ctx, node, current, desired)
+
+
+def reboot_again(ctx: Context, record: owed.Owed) -> None:
+    """The reboot owed since this boot never happened (the agent was killed between the
+    commit and the request, or the request was lost): ask for it again, bounded."""
+    try:
+        owed.count_request(ctx.host.root, record.config, record.boot_id)
+    except owed.RebootNotHappening as e:
+        ctx.metrics.reboots_failed.inc()
+        raise SyncError(str(e)) from e
+    rationale = f"Node will reboot into config {record.config}"
+    log.warning(
+        "Reboot owed for config %s since boot id %s did not happen; requesting it again",
+        record.config, record.boot_id,
+    )  # fmt: skip
+    before_reboot(ctx, rationale)
+    try:
+        ctx.host.effects.systemd.reboot(rationale)
+    except SystemdError as e:
+        ctx.metrics.reboots_failed.inc()
+        raise SyncError(f"reboot command failed, something is seriously wrong: {e}") from e
+    ctx.reboot_queued = True

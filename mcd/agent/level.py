@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent.update import Config, Context, SyncError, start_drift_monitor, validate_current
+from mcd.agent.update import (
+    Config,
+    Context,
+    SyncError,
+    refuse_done_if_owed,
+    start_drift_monitor,
+    validate_current,
+)
 from mcd.cluster.api import Obj
 from mcd.cluster.drain import CORDONED_BY, DrainError
 from mcd.cluster.events import Reason
@@ -65,6 +72,7 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
         return
     log.info("Node %s says %s; checking the node against %s",
              ctx.node_name, ", ".join(wrong), current.name)  # fmt: skip
+    refuse_done_if_owed(ctx, current.name)
     problem = validate_current(ctx, current.mc)
     if problem:
         start_drift_monitor(ctx, current.mc, problem)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from enum import StrEnum
 
-from mcd.agent import failpoints
+from mcd.agent import failpoints, owed
 from mcd.agent.handles import OSTREE_BOOTED, Node
 from mcd.agent.journal import Entry, Journal, Phase
 from mcd.host import fsops
@@ -238,6 +238,9 @@ class Transaction:
                 raise SystemdError(f"could not apply update: {what}. Error: {e}") from e
 
     def _finish(self) -> Outcome:
+        if self.entry.reboot and not self.skip_reboot:
+            # from here until the boot id changes, the reboot is owed (mcd.agent.owed)
+            owed.owe(self.node.root, self.new.name, self.node.boot_id())
         if self.entry.reboot and self.entry.staged:
             self.entry.phase = Phase.AWAITING_REBOOT
             self.journal.save(self.entry)
@@ -259,6 +262,10 @@ class Transaction:
             log.info("Reboot needed for %s, skipped on request", self.new.name)
             return Outcome.REBOOT_PENDING
         rationale = f"Node will reboot into config {self.new.name}"
+        try:
+            owed.count_request(self.node.root, self.new.name, self.node.boot_id())
+        except owed.RebootNotHappening as e:
+            raise UpdateError(str(e), "reboot-owed") from e
         if self.before_reboot is not None:
             self.before_reboot(rationale)
         failpoints.reach("reboot")
@@ -303,6 +310,7 @@ class Transaction:
             promoted = False
         if promoted:
             fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc)
+        owed.clear(self.node.root)  # back on the old config: no reboot is owed
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)
 

@@ -14,6 +14,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+from mcd.agent import owed
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -230,7 +231,9 @@ def before_reboot(ctx: Context, rationale: str) -> None:
 
 
 def complete_update(ctx: Context, mc: MachineConfig) -> None:
-    """Upstream ``completeUpdate`` + ``SetDone``: uncordon, report Done, watch for drift."""
+    """Upstream ``completeUpdate`` + ``SetDone``: uncordon, report Done, watch for drift.
+    Never Done on a config whose reboot is still owed in this boot."""
+    refuse_done_if_owed(ctx, mc.name)
     try:
         ctx.drainer.uncordon(mc.name)
     except DrainError as e:
@@ -241,6 +244,12 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)
+
+
+def refuse_done_if_owed(ctx: Context, config: str) -> None:
+    record = owed.pending_in(ctx.host.root, ctx.host.boot_id())
+    if record is not None and record.config == config:
+        raise SyncError(owed.failed_to_reboot(record.config, record.boot_id))
 
 
 def start_drift_monitor(ctx: Context, mc: MachineConfig, degraded_reason: str = "") -> None:
