@@ -46,6 +46,7 @@ from mcd.agent.transaction import UpdateError
 from mcd.agent.update import (
     Context,
     MissingConfig,
+    Retarget,
     SyncError,
     Unreconcilable,
     current_config,
@@ -149,6 +150,7 @@ class Agent:
         self._key: tuple[str, ...] | None = None
         self._dirty = False
         self._drift: str | None = None
+        self._drift_epoch = 0
         self._retry_at: float | None = None
         self._resync_at = time.monotonic() + options.resync_interval
         self._refresh = False
@@ -185,7 +187,7 @@ class Agent:
 
     def _on_drift(self, reason: str) -> None:
         with self._cond:
-            self._drift = reason
+            self._drift, self._drift_epoch = reason, self.ctx.drift.epoch
             self._cond.notify()
 
     def _on_login(self, login: Login) -> None:
@@ -269,6 +271,10 @@ class Agent:
         try:
             step(arg)
             return True
+        except Retarget as e:
+            log.info("Update target changed (%s); planning again", e)
+            self.wake()
+            return True
         except EXPECTED as e:
             self._failed(e)
         except Exception as e:  # a bug: keep the agent alive, say so loudly, retry
@@ -306,6 +312,10 @@ class Agent:
             settle(ctx, node, current)
 
     def _report_drift(self, reason: str) -> None:
+        if self._drift_epoch != self.ctx.drift.epoch:  # found before an update that is over
+            log.info("Not reporting drift found before the last update: %s", reason)
+            self.wake()  # the sync decides from the disk as it is now
+            return
         log.error("Config drift detected: %s", reason)
         self.metrics.drift(True)
         self.ctx.events.record(Reason.CONFIG_DRIFT_DETECTED, reason)

@@ -7,8 +7,8 @@ validation of files and units against the config. A failed validation calls
 ``on_drift`` with the upstream reason (``unexpected on-disk state validating
 against <config>: content mismatch for file "<path>"``), once per distinct
 reason; a later clean validation calls ``on_clear``. The force file appearing
-calls ``on_force``. The monitor is stopped while an update writes files and
-started again after it.
+calls ``on_force``. The monitor keeps watching while an update drains and is
+stopped only while the update writes files; it is started again after it.
 """
 
 from __future__ import annotations
@@ -63,6 +63,10 @@ class DriftMonitor:
         self._thread: threading.Thread | None = None
         self.config_name = ""
         self.validations = 0
+        self.epoch = 0
+        self.drifted = ""
+        """The drift this monitor last reported and has not seen cleared ('' when none)."""
+        """Counts starts and stops: a drift reported under an older epoch is stale."""
 
     @property
     def running(self) -> bool:
@@ -73,6 +77,8 @@ class DriftMonitor:
         node is already Degraded for, so that only a new reason is reported again."""
         with self._lock:
             self._stop_locked()
+            self.epoch += 1
+            self.drifted = ""
             watcher = PathWatcher(self.root, [*managed_paths(mc), FORCE_FILE])
             stop = threading.Event()
             self._stop, self._watcher = stop, watcher
@@ -90,6 +96,8 @@ class DriftMonitor:
         """Stop watching; True when a monitor was running."""
         with self._lock:
             was_running = self._stop_locked()
+            self.epoch += 1
+            self.drifted = ""
         if was_running:
             log.info("Config Drift Monitor has shut down")
         return was_running
@@ -128,11 +136,12 @@ class DriftMonitor:
                     break
                 if not report.ok:
                     reason = report.reasons()[0]
+                    self.drifted = reason
                     if reason != reported:
                         reported = reason
                         self.on_drift(reason)
                 elif reported:
-                    reported = ""
+                    reported = self.drifted = ""
                     log.info("On-disk state matches %s again", mc.name)
                     self.on_clear()
         except Exception:  # the monitor must never take the agent down

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 from mcd.agent import owed
@@ -23,7 +24,7 @@ from mcd.agent.status import NodeStatus
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
-from mcd.cluster.drain import Drainer, DrainError
+from mcd.cluster.drain import DrainAbandoned, Drainer, DrainError
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.host import fsops
@@ -51,6 +52,11 @@ class Unreconcilable(SyncError):
     """The desired config cannot be applied on a live node (state ``Unreconcilable``)."""
 
 
+class Retarget(Exception):
+    """The update was given up before anything was written because its target changed
+    (``desiredConfig``, or the MachineConfig replaced); the next sync plans afresh."""
+
+
 class MissingConfig(SyncError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
@@ -61,6 +67,8 @@ class MissingConfig(SyncError):
 class Config:
     mc: MachineConfig
     document: bytes
+    identity: tuple[str, str] = ("", "")
+    """The MachineConfig's (uid, resourceVersion) when fetched from the API server."""
 
     @property
     def name(self) -> str:
@@ -92,9 +100,55 @@ def fetch_config(ctx: Context, name: str) -> Config:
         raise MissingConfig(name, str(e)) from e
     document = json.dumps(obj).encode()
     try:
-        return Config(load_machine_config(document), document)
+        return Config(load_machine_config(document), document, identity_of(obj))
     except ConfigError as e:
         raise SyncError(f"invalid MachineConfig {name}: {e}") from e
+
+
+def identity_of(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+
+
+RECHECK_INTERVAL = 2.0
+"""Seconds between two looks at desiredConfig and the MachineConfig while a drain waits."""
+
+
+class TargetCheck:
+    """Is the drain's target still wanted? ``desiredConfig`` read afresh, and the
+    MachineConfig's (uid, resourceVersion) compared with what was planned; and no drift
+    reported by the monitor since (a drift stops the update, unless forced)."""
+
+    def __init__(
+        self, ctx: Context, desired: Config, force: bool, interval: float = RECHECK_INTERVAL
+    ) -> None:
+        self.ctx, self.desired, self.force, self.interval = ctx, desired, force, interval
+        self._last = time.monotonic()
+
+    def __call__(self) -> str:
+        if self.ctx.drift.drifted and not self.force:
+            return self.ctx.drift.drifted  # a hot-fix during the drain: stop before writing
+        if time.monotonic() - self._last < self.interval:
+            return ""
+        return self.now()
+
+    def now(self) -> str:
+        """'' while the target stands, else why it does not (always asks the API server)."""
+        self._last = time.monotonic()
+        name = self.desired.name
+        try:
+            wanted = annotations_of(self.ctx.writer.get()).get(Annotation.DESIRED_CONFIG, "")
+            if wanted != name:
+                return f"desiredConfig changed from {name} to {wanted or 'nothing'}"
+            identity = identity_of(get_machine_config(self.ctx.kube, name))
+        except MachineConfigNotFound:
+            return f"MachineConfig {name} was deleted"
+        except ApiError as e:
+            log.warning("Could not re-check the update's target %s: %s", name, e)
+            return ""  # the drain goes on; the check after it decides
+        if self.desired.identity not in (("", ""), identity):
+            return f"MachineConfig {name} changed (uid, resourceVersion {identity[1]})"
+        return ""
 
 
 def current_config(ctx: Context, node: Obj) -> Config:
@@ -177,8 +231,6 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
     ctx.status.working()
     ctx.updates += 1
     with ctx.guard.protect():
-        if ctx.drift.stop():
-            ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
         log.info(
             "Starting update from %s to %s: %s",
             current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
@@ -188,18 +240,36 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
         ctx.reboot_queued = True
         log.info("reboot successful")
     elif outcome is Outcome.DONE:
+        wrong = validate_current(ctx, desired.mc)  # every managed path, not only those written
+        if wrong:
+            ctx.events.record(Reason.ON_DISK_STATE_VALIDATION_FAILED, wrong)
+            start_drift_monitor(ctx, desired.mc, wrong)
+            raise SyncError(wrong)
         complete_update(ctx, desired.mc)
     return outcome
 
 
 def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Outcome:
     if plan.drain:
+        check = TargetCheck(ctx, desired, plan.force)
         try:
-            ctx.drainer.drain(desired.name)
+            ctx.drainer.drain(desired.name, check)
+        except DrainAbandoned as e:
+            if not plan.force:
+                _no_drift_since_preflight(ctx, current, drained=True)
+            raise Retarget(str(e)) from e
         except DrainError as e:
             raise SyncError(str(e)) from e
+        changed = check.now()  # what is written is the target as it stands after the drain
+        if changed:
+            log.info("Update to %s given up after the drain: %s", desired.name, changed)
+            raise Retarget(changed)
     else:
         log.info("Drain not required for this update: %s", plan.drain_reason or "no disruption")
+    if ctx.drift.stop():  # watched until now (the drain included); the writes start here
+        ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
+    if not plan.force:
+        _no_drift_since_preflight(ctx, current, plan.drain)
     txn = Transaction(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
@@ -216,6 +286,24 @@ def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Ou
     if plan.diff.os_update or plan.diff.kargs:
         ctx.metrics.pivot_errors.set(0)
     return outcome
+
+
+def _no_drift_since_preflight(ctx: Context, current: Config, drained: bool) -> None:
+    """A change made on disk since the preflight (a hot-fix during a long drain) stops the
+    update before anything is overwritten, with preflight's reason."""
+    problem = validate_on_disk(current.mc, ctx.host.root, ctx.host.effects.systemd)
+    if problem.ok:
+        return
+    reason = problem.reasons()[0]
+    log.error("Config drift found before writing: %s", reason)
+    ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
+    start_drift_monitor(ctx, current.mc, reason)  # a restore is noticed and retried at once
+    if drained:
+        try:  # nothing was written: the node goes back to work while it waits
+            ctx.drainer.uncordon(current.name)
+        except DrainError as e:
+            log.warning("Could not uncordon node %s: %s", ctx.node_name, e)
+    raise SyncError(reason)
 
 
 def before_reboot(ctx: Context, rationale: str) -> None:

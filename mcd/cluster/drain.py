@@ -41,8 +41,16 @@ class DrainError(Exception):
     """The drain did not complete; the message names what blocked it."""
 
 
+class DrainAbandoned(DrainError):
+    """The drain was given up because its target is no longer wanted (the message says why)."""
+
+
+StillWanted = Callable[[], str]
+"""Asked while a drain waits: '' to go on, else why the drain's target is no longer wanted."""
+
+
 class Drainer(Protocol):
-    def drain(self, config_name: str) -> None: ...
+    def drain(self, config_name: str, still_wanted: StillWanted | None = None) -> None: ...
 
     def uncordon(self, config_name: str) -> None: ...
 
@@ -83,6 +91,20 @@ class _Blocked:
     reasons: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     on_change: Callable[[str], None] | None = None
+    still_wanted: StillWanted | None = None
+    abandoned: str = ""
+
+    def give_up(self) -> bool:
+        """True once the drain's target is no longer wanted (asked of ``still_wanted``)."""
+        if not self.abandoned and self.still_wanted is not None:
+            why = self.still_wanted()
+            with self.lock:
+                self.abandoned = self.abandoned or why
+        return bool(self.abandoned)
+
+    def clear(self, pod: str) -> None:
+        with self.lock:
+            self.reasons.pop(pod, None)
 
     def set(self, pod: str, reason: str) -> None:
         with self.lock:
@@ -106,6 +128,7 @@ class SelfDrainer:
         poll_interval: float = 0.5,
         parallelism: int = 16,
         on_blocked: Callable[[str], None] | None = None,
+        report_terminating_after: float = 10.0,
     ) -> None:
         self.kube = kube
         self.on_blocked = on_blocked
@@ -115,6 +138,7 @@ class SelfDrainer:
         self.retry_interval = retry_interval
         self.poll_interval = poll_interval
         self.parallelism = parallelism
+        self.report_terminating_after = report_terminating_after
         self.evictions = 0
 
     @property
@@ -135,17 +159,21 @@ class SelfDrainer:
         if self.events:
             self.events.record(Reason.CORDON, "Cordoned node to apply update")
 
-    def drain(self, config_name: str) -> None:
+    def drain(self, config_name: str, still_wanted: StillWanted | None = None) -> None:
         start = time.monotonic()
         self.cordon(config_name)
         if self.events:
             self.events.record(Reason.DRAIN, "Draining node to update config.")
         pods = self._pods()
         log.info("Draining node %s: %d pod(s) to evict", self.node_name, len(pods))
-        blocked = _Blocked(on_change=self._report_blocked)
+        blocked = _Blocked(on_change=self._report_blocked, still_wanted=still_wanted)
         deadline = start + self.timeout
         with ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(pods)))) as pool:
             results = list(pool.map(lambda p: self._evict_and_wait(p, deadline, blocked), pods))
+        if blocked.abandoned:
+            log.info("Drain of node %s for %s abandoned: %s",
+                     self.node_name, config_name, blocked.abandoned)  # fmt: skip
+            raise DrainAbandoned(blocked.abandoned)
         left = [p for p, done in zip(pods, results, strict=True) if not done]
         if left:
             details = "; ".join(
@@ -159,8 +187,13 @@ class SelfDrainer:
         log.info("drain complete; Successful drain took %.3f seconds", time.monotonic() - start)
 
     def _report_blocked(self, summary: str) -> None:
-        """Say which pods block the drain, and why, while it is still retrying."""
-        if self.on_blocked is not None:
+        """Say which pods hold the drain, and why, while it still retries or waits."""
+        if self.on_blocked is None or not summary:
+            return
+        if "evicted, still terminating" in summary and "blocked" not in summary:
+            self.on_blocked(f"drain of node {self.node_name} waiting for pods to terminate: "
+                            f"{summary}")  # fmt: skip
+        else:
             self.on_blocked(f"drain of node {self.node_name} blocked, retrying: {summary}")
 
     def _pods(self) -> list[Obj]:
@@ -187,9 +220,11 @@ class SelfDrainer:
                 self.evictions += 1
                 self.kube.request("POST", f"{path}/eviction", body=body)
                 log.info("evicting pod %s", _ref(pod))
+                blocked.clear(_ref(pod))
                 break
             except ApiError as e:
                 if e.status == 404:
+                    blocked.clear(_ref(pod))
                     return True
                 reason = _blocked_reason(e, namespace)
                 blocked.set(_ref(pod), reason)
@@ -201,19 +236,37 @@ class SelfDrainer:
                 )
             if time.monotonic() + self.retry_interval > deadline:
                 return False
-            time.sleep(self.retry_interval)
+            if self._sleep_or_give_up(self.retry_interval, blocked):
+                return False
+        evicted = time.monotonic()
         while time.monotonic() < deadline:
             try:
                 current = self.kube.request("GET", path)
             except ApiError as e:
                 if e.status == 404:
+                    blocked.clear(_ref(pod))
                     return True
                 current = {}
             if current and current.get("metadata", {}).get("uid") != uid:
+                blocked.clear(_ref(pod))
                 return True  # a new pod of the same name
-            time.sleep(self.poll_interval)
+            if current and time.monotonic() - evicted >= self.report_terminating_after:
+                blocked.set(_ref(pod), _terminating(current))
+            if self._sleep_or_give_up(self.poll_interval, blocked):
+                return False
         blocked.set(_ref(pod), "evicted but still terminating")
         return False
+
+    def _sleep_or_give_up(self, seconds: float, blocked: _Blocked) -> bool:
+        """Wait ``seconds`` unless the drain's target is no longer wanted (True)."""
+        end = time.monotonic() + seconds
+        while True:
+            if blocked.give_up():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, 1.0))
 
     def uncordon(self, config_name: str) -> None:
         node = self.writer.current()
@@ -227,6 +280,13 @@ class SelfDrainer:
                 Reason.UNCORDON,
                 f"Update completed for config {config_name} and node has been uncordoned",
             )
+
+
+def _terminating(pod: Obj) -> str:
+    """What keeps an evicted pod: its finalizers, when it has any."""
+    finalizers = [str(f) for f in (pod.get("metadata") or {}).get("finalizers") or []]
+    held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
+    return f"evicted, still terminating{held}"
 
 
 def _blocked_reason(e: ApiError, namespace: str) -> str:
@@ -256,7 +316,7 @@ class ControllerDrainer:
         self.timeout = timeout
         self.poll_interval = poll_interval
 
-    def drain(self, config_name: str) -> None:
+    def drain(self, config_name: str, still_wanted: StillWanted | None = None) -> None:
         request = drain_request(config_name)
         if annotations_of(self.writer.get()).get(Annotation.LAST_APPLIED_DRAIN) == request:
             log.info("drain is already completed on this node")
@@ -266,7 +326,7 @@ class ControllerDrainer:
             self.events.record(Reason.CORDON, "Cordoned node to apply update")
             self.events.record(Reason.DRAIN, "Draining node to update config.")
         self.writer.set_annotations({Annotation.DESIRED_DRAIN: request})
-        if not self._wait(request):
+        if not self._wait(request, still_wanted):
             message = (
                 f"failed to drain node: {self.writer.node_name} after 1 hour. Please see "
                 "machine-config-controller logs for more information"
@@ -284,11 +344,15 @@ class ControllerDrainer:
             )
             raise _failed(self.events, Reason.FAILED_TO_UNCORDON, message)
 
-    def _wait(self, request: str) -> bool:
+    def _wait(self, request: str, still_wanted: StillWanted | None = None) -> bool:
         deadline = time.monotonic() + self.timeout
         while True:
             if annotations_of(self.writer.get()).get(Annotation.LAST_APPLIED_DRAIN) == request:
                 return True
             if time.monotonic() >= deadline:
                 return False
+            why = still_wanted() if still_wanted is not None else ""
+            if why:
+                log.info("Drain request %s abandoned: %s", request, why)
+                raise DrainAbandoned(why)
             time.sleep(self.poll_interval)

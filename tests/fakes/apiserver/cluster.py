@@ -2,7 +2,7 @@
 
 * A kubelet stand-in: a pod bound to a node turns Running and Ready; a deleted
   pod gets a ``deletionTimestamp`` and goes away after its grace period (capped
-  by ``pod_grace_cap`` so tests stay fast).
+  by ``pod_grace_cap`` so tests stay fast) once it has no finalizers left.
 * The eviction subresource checks PodDisruptionBudgets as the real
   ``pods/eviction`` REST handler does: 429 ``TooManyRequests`` with a
   ``DisruptionBudget`` cause while the budget allows no disruption, 500 when
@@ -166,12 +166,22 @@ class Cluster:
         return updated
 
     def _finish(self, namespace: str, name: str, uid: str) -> None:
+        """The grace period is over: the pod goes, once its finalizers are gone (a pod that
+        keeps a finalizer stays terminating, as on a real cluster)."""
         try:
             with self.store.lock:
-                if self.store.get(PODS, namespace, name)["metadata"]["uid"] == uid:
+                meta = self.store.get(PODS, namespace, name)["metadata"]
+                if meta["uid"] != uid:
+                    return
+                if not meta.get("finalizers"):
                     self.store.delete(PODS, namespace, name)
+                    return
         except ApiError:
-            pass
+            return
+        timer = threading.Timer(0.2, self._finish, (namespace, name, uid))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
 
     def evict(self, namespace: str, name: str, body: Obj) -> Obj:
         with self.store.lock:
