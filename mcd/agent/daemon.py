@@ -19,8 +19,11 @@ Threads, each doing one thing:
   session starts in the host journal: ``ssh=accessed`` once per boot) and the HTTP
   listener for ``/metrics``, ``/healthz`` and ``/readyz``.
 
-The main thread only waits for signals. SIGTERM during an update is deferred
-until the update step ends (upstream ``catchIgnoreSIGTERM``).
+Before any of these start, the agent takes the node's Lease
+(:mod:`mcd.cluster.lease`): a second agent for the same node waits, saying so in one
+line, and a thread renews the Lease while the agent runs. The main thread only waits
+for signals. SIGTERM during an update is deferred until the update step ends
+(upstream ``catchIgnoreSIGTERM``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
 from mcd.cluster.events import EventRecorder, Reason
+from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.errors import HostError
@@ -108,6 +112,7 @@ class Options:
     min_backoff: float = 1.0
     max_backoff: float = 60.0
     resync_interval: float = 300.0
+    lease_duration: int = DEFAULT_DURATION
 
 
 def wake_key(node: Obj) -> tuple[str, ...]:
@@ -160,6 +165,8 @@ class Agent:
         self.first_sync_done = False
         self.syncs = 0
         self.watch = NodeWatch(self.kube, name, self._on_node)
+        self.lease = NodeLease(self.kube, name, duration=options.lease_duration)
+        self.exit_code = 0
         self._threads: dict[str, threading.Thread] = {}
         self._ssh_marked = False
         self.logins = LoginMonitor.for_root(root, self._on_login) if options.login_monitor else None
@@ -400,9 +407,22 @@ class Agent:
         self._threads[name] = thread
         thread.start()
 
+    def _lease_lost(self, why: str) -> None:
+        log.error("Stopping: another agent may act on node %s now: %s", self.options.node_name, why)
+        self.exit_code = 1
+        self.stop.set()
+
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGINT, self._on_sigterm)
+        if not self.lease.acquire(self.stop, lambda line: log.warning("%s", line)):
+            return 0  # stopped while another agent held the node
+        try:
+            return self._run_holding_lease()
+        finally:
+            self.lease.release()
+
+    def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
         try:
             release = read_os_release(self.ctx.host.root)
@@ -410,8 +430,14 @@ class Agent:
         except HostError as e:
             log.warning("%s", e)
             self.metrics.set_host_os("unsupported", "")
-        server = StatusServer(self.options.metrics_url, self.metrics.registry,
-                              self.healthz, self.readyz).start()  # fmt: skip
+        try:
+            server = StatusServer(self.options.metrics_url, self.metrics.registry,
+                                  self.healthz, self.readyz).start()  # fmt: skip
+        except OSError as e:
+            log.error("cannot listen on %s for /metrics, /healthz and /readyz: %s",
+                      self.options.metrics_url, e.strerror or e)  # fmt: skip
+            return 1
+        self._start("lease", lambda: self.lease.keep(self.stop, self._lease_lost))
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
         if self.options.kubelet_healthz_enabled:
@@ -430,4 +456,4 @@ class Agent:
         self.ctx.events.flush()
         server.stop()
         self.ctx.host.effects.systemd.close()
-        return 0
+        return self.exit_code

@@ -148,18 +148,22 @@ class AgentNode:
 
     # -- the agent process -----------------------------------------------------------------
 
-    def start(self, **env: str) -> None:
-        assert self.proc is None or self.proc.poll() is not None
-        args = [
+    def command(self, metrics_port: int | None = None) -> list[str]:
+        """The ``mcd start`` command line of this node's agent."""
+        return [
             sys.executable, "-m", "mcd", "start",
             "--node-name", self.name,
             "--root-mount", str(self.root),
             "--kubeconfig", str(self.cluster.kubeconfig),
             "--drain-mode", self.drain_mode,
-            "--metrics-url", f"127.0.0.1:{self.metrics_port}",
+            "--metrics-url", f"127.0.0.1:{metrics_port or self.metrics_port}",
             "--no-kubelet-healthz",
             *self.extra_args,
         ]  # fmt: skip
+
+    def start(self, **env: str) -> None:
+        assert self.proc is None or self.proc.poll() is not None
+        args = self.command()
         log = self.log_path.open("ab")
         log.write(f"--- start {self.starts} ---\n".encode())
         log.flush()

@@ -24,8 +24,13 @@ Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 
 def granted() -> set[Permission]:
-    role = next(d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole")
-    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
+    """The ClusterRole's rules and the namespaced Role's (the Lease, in the agent's namespace)."""
+    roles = [
+        d
+        for d in yaml.safe_load_all(RBAC.read_text())
+        if d and d["kind"] in ("ClusterRole", "Role")
+    ]
+    return {(g, r, v) for role in roles for rule in role["rules"] for g in rule["apiGroups"]
             for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
 
 

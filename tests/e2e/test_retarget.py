@@ -5,6 +5,7 @@ terminates) and changes something while the agent waits."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from mcd.cluster.drain import CORDONED_BY
 from mcd.model.vocabulary import Annotation
@@ -15,8 +16,8 @@ from tests.e2e.test_agent import blocked_update, boot_on
 from tests.fakes.kubecluster import TestCluster
 
 
-def cordoned(node_obj: dict[str, object]) -> bool:
-    return bool((node_obj.get("spec") or {}).get("unschedulable"))  # type: ignore[union-attr]
+def cordoned(node_obj: dict[str, Any]) -> bool:
+    return bool((node_obj.get("spec") or {}).get("unschedulable"))
 
 
 def test_desired_reverted_during_a_blocked_drain_uncordons_and_never_reboots(

@@ -4,9 +4,10 @@ rpm-ostree stand-in.
 
 Every cell asserts the node ends Done on the target config, or on the old config with an
 exact reason (and, once the fault is gone, reaches the target); that no file is torn (the
-disk matches the final config exactly, no temporary file is left); and that no
+disk matches the final config exactly, no temporary file is left); that no
 desiredConfig change is lost (where a cell changes desiredConfig during the fault, the node
-ends on the last one). The table is printed at the end of the run.
+ends on the last one); and the number of reboots the node went through (a reboot owed is
+never skipped, none is done twice). The table is printed at the end of the run.
 
 By default the reduced matrix runs (one update kind per fault, a few SIGKILL points);
 ``MCD_FAULTS=full`` (``make faults``) runs every cell.
@@ -55,6 +56,14 @@ KILL_POINTS = {
     "os": ["files", "os", "actions", "awaiting-reboot", "reboot"],
 }
 REDUCED_KILLS = {("rebootless", "files:1"), ("reboot", "reboot"), ("os", "os")}
+REBOOTS = {"rebootless": 0, "reboot": 1, "os": 1}
+"""Reboots one update of each kind costs, whatever the fault."""
+
+
+def assert_reboots(c: Cell, expected: int) -> None:
+    assert c.sup.reboots == expected, (
+        f"{c.sup.reboots} reboot(s), expected {expected}; states seen: {c.sup.states}"
+    )
 
 
 @dataclass
@@ -137,6 +146,7 @@ def test_sigkill_at_step(kind: str, point: str, cell_for: Callable[[str], Cell])
     c.sup.done_on(new)
     assert c.sup.restarts >= 1
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     record(f"SIGKILL at {point}", kind, "Done on target", started)
 
 
@@ -154,6 +164,7 @@ def test_api_server_restart_mid_update(kind: str, cell_for: Callable[[str], Cell
     c.node.set_desired(new)
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     record("API server restart", kind, "Done on target", started)
 
 
@@ -172,6 +183,8 @@ def _change_during(c: Cell, fault: Callable[[], None], label: str) -> None:
     c.node.set_desired(v2)
     c.sup.done_on(v3)
     assert_exactly_on(c.node, doc3)
+    # v3 arrives while v2 is planned or draining: the node retargets; only v3 reboots it
+    assert_reboots(c, REBOOTS[c.kind])
     record(label, c.kind, "Done on last desired", started)
 
 
@@ -204,6 +217,7 @@ def test_409_storm(kind: str, cell_for: Callable[[str], Cell]) -> None:
     c.node.set_desired(new)
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     record("409 storm (10 conflicts)", kind, "Done on target", started)
 
 
@@ -217,6 +231,7 @@ def test_500s_on_eviction(kind: str, cell_for: Callable[[str], Cell]) -> None:
     c.sup.done_on(new)
     assert not c.cluster.pods_on(c.node.name) or "web-0" not in c.cluster.pods_on(c.node.name)
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     record("500s on eviction (3)", kind, "Done on target", started)
 
 
@@ -234,9 +249,11 @@ def _old_then_target(c: Cell, reason: str, clear: Callable[[], None], label: str
     assert a[Annotation.CURRENT_CONFIG] == c.old and a[Annotation.DESIRED_CONFIG] == new
     assert c.node.current_on_disk() == c.old
     assert_exactly_on(c.node, c.old_doc)
+    assert_reboots(c, 0)
     clear()
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[c.kind])
     record(label, c.kind, "old + exact reason, then target", started)
 
 
@@ -256,6 +273,7 @@ def test_rpm_ostree_rebase_fails_once(kind: str, cell_for: Callable[[str], Cell]
     rebases = [call for call in c.node.rpm()["calls"] if call["argv"][:1] == ["rebase"]]
     assert len(rebases) == 2, rebases
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     record("rpm-ostree rebase fails once", kind, "Done on target (rebase retried)", started)
 
 
@@ -335,12 +353,14 @@ def test_disk_full_while_writing(kind: str, cell_for: Callable[[str], Cell]) -> 
         assert c.node.annotations()[Annotation.CURRENT_CONFIG] == c.old
         assert c.node.current_on_disk() == c.old
         assert_exactly_on(c.node, c.old_doc)
+        assert_reboots(c, 0)
     # the space is back (tmpfs gone; or the agent restarted without the injection)
     if not mounted:
         c.node.stop()
         c.node.start()
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
+    assert_reboots(c, REBOOTS[kind])
     how = "tmpfs" if mounted else "injected"
     record(f"disk full ({how})", kind, "old + exact reason, then target", started)
 

@@ -1,0 +1,93 @@
+"""One agent per node (issue 21): a second agent for the same node waits on the node's
+Lease, saying so in one line; it takes over when the first stops. An agent that cannot
+listen on its metrics address says so in one line, never with a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from mcd.cluster.api import USER_AGENT
+from tests.e2e.configs import KEY_B, worker
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.harness import AgentNode, create_config, free_port
+from tests.e2e.test_agent import boot_on
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.kubecluster import TestCluster
+
+WAITING = "is managed by another agent ("
+
+
+def second_agent(node: AgentNode, log: Path, port: int | None = None) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(node.command(port or free_port()), stdout=out,
+                                stderr=subprocess.STDOUT, env=node.env())  # fmt: skip
+
+
+def lease_of(cluster: TestCluster, node: str) -> dict[str, object]:
+    lease = cluster.kube.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{node}"
+    )
+    return dict(lease["spec"])
+
+
+def test_a_second_agent_waits_then_takes_over_when_the_first_stops(
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    first = lease_of(kube_cluster, node.name)["holderIdentity"]
+    log = tmp_path / "second.log"
+    second = second_agent(node, log)
+    try:
+        node.wait_for(lambda: WAITING in log.read_text(), 20, "the second agent waiting")
+        time.sleep(2)
+        text = log.read_text()
+        assert text.count(WAITING) == 1  # one line, said once
+        assert f"{first} holds Lease default/{node.name}" in text
+        assert "Starting to manage node" not in text and "Traceback" not in text
+        assert second.poll() is None
+        assert node.stop() == 0  # the first agent releases the Lease on its way out
+        node.wait_for(lambda: "Starting to manage node" in log.read_text(), 20, "take-over")
+        assert lease_of(kube_cluster, node.name)["holderIdentity"] != first
+        new = kube_cluster.name("rendered-worker-2")
+        create_config(kube_cluster, worker(new, key=KEY_B))
+        node.set_desired(new)  # the second agent now does the work
+        node.wait_state("Done", new)
+        assert "Traceback" not in log.read_text()
+    finally:
+        second.terminate()
+        second.wait(30)
+    assert second.returncode == 0
+    assert name
+
+
+def test_metrics_address_in_use_is_one_line_and_exit_1(
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    node.stop()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        log = tmp_path / "busy.log"
+        agent = second_agent(node, log, port)
+        assert agent.wait(60) == 1
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert f"cannot listen on 127.0.0.1:{port} for /metrics, /healthz and /readyz: " in text
+
+
+def test_without_the_lease_role_the_agent_says_so_and_still_works(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    """Manifests from before the Lease (no Role): 403 on every Lease request."""
+    fake_api.fail_next(10_000, 403, lambda _m, p: "/leases" in p, USER_AGENT)
+    node = make_node()
+    boot_on(node, kube_cluster)
+    assert node.log().count("Cannot use Lease default/") == 1
+    assert "Traceback" not in node.log()
