@@ -63,6 +63,7 @@ from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.cluster.watch import Backoff, NodeWatch
+from mcd.host.agentlock import AgentLock, machine_id
 from mcd.host.errors import HostError
 from mcd.host.journal import notify
 from mcd.host.kubelet import DEFAULT_ENDPOINT, KubeletUnhealthy, check_kubelet
@@ -165,7 +166,10 @@ class Agent:
         self.first_sync_done = False
         self.syncs = 0
         self.watch = NodeWatch(self.kube, name, self._on_node)
-        self.lease = NodeLease(self.kube, name, duration=options.lease_duration)
+        self.agent_lock = AgentLock(root)
+        self.lease = NodeLease(
+            self.kube, name, duration=options.lease_duration, machine=machine_id(root)
+        )
         self.exit_code = 0
         self._threads: dict[str, threading.Thread] = {}
         self._ssh_marked = False
@@ -415,12 +419,37 @@ class Agent:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGINT, self._on_sigterm)
-        if not self.lease.acquire(self.stop, lambda line: log.warning("%s", line)):
+        if not self._take_node():
             return 0  # stopped while another agent held the node
         try:
             return self._run_holding_lease()
         finally:
             self.lease.release()
+            self.agent_lock.release()
+
+    def _take_node(self) -> bool:
+        """The host's agent lock, then the node's Lease; False when stopped while waiting."""
+        told = False
+        while not self.stop.is_set():
+            try:
+                alone = self.agent_lock.try_hold(f"mcd start --node-name {self.options.node_name}")
+            except HostError as e:
+                log.warning("%s; relying on the Lease alone", e)
+                return self.lease.acquire(self.stop, self._say)
+            if alone:
+                return self.lease.acquire(self.stop, self._say, predecessor_dead=True)
+            if not told:
+                self._say(
+                    f"node {self.options.node_name} is managed by another agent on this host "
+                    f"({self.agent_lock.holder() or 'unknown'}); waiting until it stops"
+                )
+                told = True
+            self.stop.wait(1.0)
+        return False
+
+    @staticmethod
+    def _say(line: str) -> None:
+        log.warning("%s", line)
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)

@@ -35,10 +35,15 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 DEFAULT_DURATION = 30
 
 
-def identity() -> str:
-    """This agent's holder identity: the pod (or host) name and a per-process suffix."""
+def identity(machine: str = "") -> str:
+    """This agent's holder identity: the pod (or host) name, a per-process suffix and, after
+    an ``@``, the machine it runs on (``/etc/machine-id``) when known."""
     base = os.environ.get("POD_NAME") or socket.gethostname()
-    return f"{base}_{uuid.uuid4().hex[:8]}"
+    return f"{base}_{uuid.uuid4().hex[:8]}" + (f"@{machine}" if machine else "")
+
+
+def machine_of(holder: str) -> str:
+    return holder.rpartition("@")[2] if "@" in holder else ""
 
 
 def micro_time(now: float | None = None) -> str:
@@ -58,10 +63,12 @@ class NodeLease:
         holder: str | None = None,
         namespace: str | None = None,
         duration: int = DEFAULT_DURATION,
+        machine: str = "",
     ) -> None:
         self.kube = kube
         self.name = node_name
-        self.holder = holder or identity()
+        self.machine = machine
+        self.holder = holder or identity(machine)
         self.namespace = namespace or default_namespace()
         self.duration = duration
         self.held = False
@@ -88,8 +95,10 @@ class NodeLease:
         spec["acquireTime"] = acquired or now
         return spec
 
-    def try_acquire(self) -> str:
-        """Take or renew the Lease: '' when held, else who holds it (nothing changes)."""
+    def try_acquire(self, predecessor_dead: bool = False) -> str:
+        """Take or renew the Lease: '' when held, else who holds it (nothing changes).
+        ``predecessor_dead``: the caller knows no other agent is alive on this machine (it
+        holds the host's agent lock), so a holder of this machine is taken over at once."""
         try:
             lease = self.kube.request("GET", self.path)
         except ApiError as e:
@@ -112,9 +121,13 @@ class NodeLease:
             return ""
         spec = lease.get("spec") or {}
         other = str(spec.get("holderIdentity") or "")
-        if other and other != self.holder and not self._expired(spec):
+        dead = predecessor_dead and bool(self.machine) and machine_of(other) == self.machine
+        if other and other != self.holder and not dead and not self._expired(spec):
             self.held = False
             return other
+        if dead and other != self.holder:
+            log.info("Taking Lease %s/%s over from %s (no longer running on this machine)",
+                     self.namespace, self.name, other)  # fmt: skip
         acquired = str(spec.get("acquireTime") or "") if other == self.holder else None
         lease["spec"] = {**spec, **self._spec(acquired)}
         try:
@@ -136,14 +149,16 @@ class NodeLease:
             return False
         return now - self._observed_at > float(spec.get("leaseDurationSeconds") or 0)
 
-    def acquire(self, stop: threading.Event, said: Callable[[str], None]) -> bool:
+    def acquire(
+        self, stop: threading.Event, said: Callable[[str], None], predecessor_dead: bool = False
+    ) -> bool:
         """Block until the Lease is held (True) or ``stop`` is set (False). ``said`` is called
         once with the one line that tells why this agent waits."""
         told = False
         retry = max(1.0, self.duration / 5)
         while not stop.is_set():
             try:
-                holder = self.try_acquire()
+                holder = self.try_acquire(predecessor_dead)
             except Unavailable as e:
                 self.unavailable = str(e)
                 log.error(

@@ -68,6 +68,7 @@ def make_root(root: Path) -> None:
     (root / "run").mkdir()
     (root / "run/ostree-booted").write_text("")
     (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
 
 
 class AgentNode:
@@ -195,7 +196,8 @@ class AgentNode:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def reboots_requested(self) -> int:
-        return len(self.bus.calls("StartTransientUnit"))
+        """Reboot requests systemd accepted (a refused call reboots nothing)."""
+        return len([c for c in self.bus.calls("StartTransientUnit") if "failed" not in c])
 
     def reboot(self, boot_staged: bool = True) -> None:
         """What a reboot does to the node: the agent stops, the staged deployment boots,

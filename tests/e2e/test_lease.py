@@ -17,7 +17,7 @@ from tests.e2e.test_agent import boot_on
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
-WAITING = "is managed by another agent ("
+WAITING = "is managed by another agent on this host (pid "
 
 
 def second_agent(node: AgentNode, log: Path, port: int | None = None) -> subprocess.Popen[bytes]:
@@ -46,7 +46,7 @@ def test_a_second_agent_waits_then_takes_over_when_the_first_stops(
         time.sleep(2)
         text = log.read_text()
         assert text.count(WAITING) == 1  # one line, said once
-        assert f"{first} holds Lease default/{node.name}" in text
+        assert f"(mcd start --node-name {node.name}) since " in text
         assert "Starting to manage node" not in text and "Traceback" not in text
         assert second.poll() is None
         assert node.stop() == 0  # the first agent releases the Lease on its way out
@@ -62,6 +62,19 @@ def test_a_second_agent_waits_then_takes_over_when_the_first_stops(
         second.wait(30)
     assert second.returncode == 0
     assert name
+
+
+def test_an_agent_killed_is_replaced_at_once_not_after_the_lease_expires(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    first = lease_of(kube_cluster, node.name)["holderIdentity"]
+    node.kill()  # no release: the Lease still names the dead agent
+    node.start()
+    node.wait_ready(timeout=10)  # the Lease lasts 30 s: taken over, not waited out
+    assert lease_of(kube_cluster, node.name)["holderIdentity"] != first
+    assert f"Taking Lease default/{node.name} over from {first}" in node.log()
 
 
 def test_metrics_address_in_use_is_one_line_and_exit_1(

@@ -57,9 +57,12 @@ class Manager(ServiceInterface):
                 return [plain(v) for v in value]
             return value
 
-        with open(self.state / "calls.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps({"member": member, "args": plain(list(args))}) + "\n")
         fault = self._faults().get("methods", {}).get(member)
+        row: dict[str, Any] = {"member": member, "args": plain(list(args))}
+        if fault:
+            row["failed"] = fault  # refused: the call had no effect
+        with open(self.state / "calls.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
         if fault:
             raise DBusError(fault, f"injected failure of {member}")
 
