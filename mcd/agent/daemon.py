@@ -4,9 +4,9 @@ Threads, each doing one thing:
 
 * the Node watch (``metadata.name=<node>``) hands every new version of the
   Node to the worker, which wakes when anything the agent answers for differs
-  from what it last knew (``desiredConfig``, ``currentConfig``, ``state``,
-  ``reason``, the drain handshake, the Node's uid), unless the version is the
-  agent's own write; a periodic resync reads the Node afresh and syncs anyway;
+  from what it last knew, unless the version is the agent's own write; a
+  periodic resync reads the Node afresh and syncs anyway
+  (:mod:`mcd.agent.wakeups`);
 * the worker runs one sync at a time: the boot checks first, then a sync per
   wake-up, always decided from the newest Node the agent knows (its own last
   write or a later watch event, never an older one). A sync is level-triggered:
@@ -19,9 +19,10 @@ Threads, each doing one thing:
   session starts in the host journal: ``ssh=accessed`` once per boot) and the HTTP
   listener for ``/metrics``, ``/healthz`` and ``/readyz``.
 
-Before any of these start, the agent takes the node's Lease
-(:mod:`mcd.cluster.lease`): a second agent for the same node waits, saying so in one
-line, and a thread renews the Lease while the agent runs. The main thread only waits
+Before any of these start, the agent takes the host's agent lock
+(:mod:`mcd.host.agentlock`) and the node's Lease (:mod:`mcd.cluster.lease`): a
+second agent for the same node waits, saying so in one line, and a thread renews
+the Lease while the agent runs. The main thread only waits
 for signals. SIGTERM during an update is deferred until the update step ends
 (upstream ``catchIgnoreSIGTERM``).
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
@@ -56,6 +56,7 @@ from mcd.agent.update import (
     trigger_update,
     wants_update,
 )
+from mcd.agent.wakeups import Wakeups
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
@@ -88,15 +89,6 @@ EXPECTED = (
     OSError,
 )
 
-WAKE_KEYS = (
-    Annotation.DESIRED_CONFIG,
-    Annotation.CURRENT_CONFIG,
-    Annotation.STATE,
-    Annotation.REASON,
-    Annotation.DESIRED_DRAIN,
-    Annotation.LAST_APPLIED_DRAIN,
-)
-
 
 @dataclass
 class Options:
@@ -114,12 +106,6 @@ class Options:
     max_backoff: float = 60.0
     resync_interval: float = 300.0
     lease_duration: int = DEFAULT_DURATION
-
-
-def wake_key(node: Obj) -> tuple[str, ...]:
-    annotations = annotations_of(node)
-    uid = str((node.get("metadata") or {}).get("uid") or "")
-    return (uid, *(annotations.get(k, "") for k in WAKE_KEYS))
 
 
 class Agent:
@@ -151,17 +137,10 @@ class Agent:
             SigtermGuard(events),
         )  # fmt: skip
         self.stop = threading.Event()
-        self._cond = threading.Condition()
-        self._node: Obj | None = None
-        self._key: tuple[str, ...] | None = None
-        self._dirty = False
-        self._drift: str | None = None
-        self._drift_epoch = 0
-        self._retry_at: float | None = None
-        self._resync_at = time.monotonic() + options.resync_interval
-        self._refresh = False
+        self._lock = threading.Lock()
         self._waiting_for: set[str] = set()
         self.backoff = Backoff(initial=options.min_backoff, maximum=options.max_backoff)
+        self.wakeups = Wakeups(self.backoff, options.resync_interval)
         self.booting = True
         self.first_sync_done = False
         self.syncs = 0
@@ -180,26 +159,14 @@ class Agent:
     def _on_node(self, node: Obj) -> None:
         writer = self.ctx.writer
         writer.observe(node)
-        key = wake_key(node)
-        with self._cond:
-            self._node = node
-            if key != self._key:
-                self._key = key
-                if not writer.wrote(node):  # the agent's own write needs no second look
-                    self._dirty = True
-                    self._cond.notify()
+        self.wakeups.node(node, own_write=writer.wrote(node))
 
     def wake(self) -> None:
         """Sync now, whatever the backoff says (the cause of a failure may be gone)."""
-        with self._cond:
-            self.backoff.reset()
-            self._dirty = True
-            self._cond.notify()
+        self.wakeups.wake()
 
     def _on_drift(self, reason: str) -> None:
-        with self._cond:
-            self._drift, self._drift_epoch = reason, self.ctx.drift.epoch
-            self._cond.notify()
+        self.wakeups.drift(reason, self.ctx.drift.epoch)
 
     def _on_login(self, login: Login) -> None:
         """Count every session; annotate the Node once per boot (upstream's wording)."""
@@ -226,31 +193,11 @@ class Agent:
 
     # -- the worker ------------------------------------------------------------------------
 
-    def _next(self) -> tuple[str | None, Obj | None]:
-        with self._cond:
-            while not self.stop.is_set():
-                now = time.monotonic()
-                if self._drift is not None or self._dirty:
-                    break
-                if self._retry_at is not None and now >= self._retry_at:
-                    self._retry_at = None  # only a retry that fires is spent
-                    break
-                if now >= self._resync_at:
-                    self._refresh = True
-                    break
-                wait = 1.0 if self._retry_at is None else min(1.0, self._retry_at - now)
-                self._cond.wait(max(wait, 0.01))
-            drift, self._drift = self._drift, None
-            self._dirty = False
-            self._resync_at = time.monotonic() + self.options.resync_interval
-            return drift, self._node
-
-    def _newest_node(self) -> Obj:
+    def _newest_node(self, refresh: bool) -> Obj:
         """The Node to decide from: never older than the agent's own last write; read afresh
         on a periodic resync (a missed event is then found)."""
         writer = self.ctx.writer
-        if self._refresh:
-            self._refresh = False
+        if refresh:
             try:
                 node = writer.get()
             except ApiError as e:
@@ -262,16 +209,14 @@ class Agent:
 
     def _work(self) -> None:
         while not self.stop.is_set():
-            drift, node = self._next()
+            up = self.wakeups.next(self.stop)
             if self.stop.is_set():
                 break
-            if drift is not None:
-                self._attempt(self._report_drift, drift)
-            elif node is not None:
-                if self._attempt(self._sync, self._newest_node()):
-                    self.backoff.reset()
-                    with self._cond:
-                        self._retry_at = None  # decided from the newest Node: nothing owed
+            if up.drift is not None:
+                self._attempt(self._report_drift, (up.drift, up.drift_epoch))
+            elif up.node is not None:
+                if self._attempt(self._sync, self._newest_node(up.refresh)):
+                    self.wakeups.settled()  # decided from the newest Node: nothing owed
                 self.first_sync_done = True
             if self.ctx.guard.deferred:
                 log.info("Update step ended; stopping as asked by SIGTERM")
@@ -322,8 +267,9 @@ class Agent:
         else:
             settle(ctx, node, current)
 
-    def _report_drift(self, reason: str) -> None:
-        if self._drift_epoch != self.ctx.drift.epoch:  # found before an update that is over
+    def _report_drift(self, found: tuple[str, int]) -> None:
+        reason, epoch = found
+        if epoch != self.ctx.drift.epoch:  # found before an update that is over
             log.info("Not reporting drift found before the last update: %s", reason)
             self.wake()  # the sync decides from the disk as it is now
             return
@@ -347,14 +293,11 @@ class Agent:
         self._retry_later()
 
     def _retry_later(self) -> None:
-        delay = self.backoff.next()
-        log.info("Retrying sync in %gs", delay)
-        with self._cond:
-            self._retry_at = time.monotonic() + delay
+        log.info("Retrying sync in %gs", self.wakeups.retry_later())
 
     def _wait_for_config(self, name: str) -> None:
         """Wake the worker as soon as the missing MachineConfig is created."""
-        with self._cond:
+        with self._lock:
             if name in self._waiting_for:
                 return
             self._waiting_for.add(name)
@@ -365,7 +308,7 @@ class Agent:
                     log.info("MachineConfig %s now exists", name)
                     self.wake()
             finally:
-                with self._cond:
+                with self._lock:
                     self._waiting_for.discard(name)
 
         threading.Thread(target=wait, name=f"wait-{name}", daemon=True).start()
