@@ -48,6 +48,8 @@ from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
     show_default=True,
     help="Seconds before a drain that cannot finish marks the node Degraded.",
 )
+@click.option("--lease-duration", type=int, default=600, show_default=True,
+              help="Seconds a silent agent on another machine holds the node's Lease.")  # fmt: skip
 @click.option("--resync-interval", type=float, default=300.0, show_default=True,
               help="Seconds between resyncs (Node read afresh, corrected).")  # fmt: skip
 @click.option("--metrics-url", default="127.0.0.1:8797", show_default=True,
@@ -67,6 +69,7 @@ def start_command(
     kubeconfig: str | None,
     drain_mode: str,
     drain_timeout: float,
+    lease_duration: int,
     resync_interval: float,
     metrics_url: str,
     kubelet_healthz_enabled: bool,
@@ -89,6 +92,7 @@ def start_command(
         kubelet_healthz_enabled=kubelet_healthz_enabled,
         kubelet_healthz_endpoint=kubelet_healthz_endpoint,
         kubelet_interval=kubelet_healthz_interval, resync_interval=resync_interval,
+        lease_duration=lease_duration,
     )  # fmt: skip
     try:
         agent = Agent(options)

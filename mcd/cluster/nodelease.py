@@ -32,7 +32,11 @@ from mcd.cluster.events import default_namespace
 log = logging.getLogger(__name__)
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-DEFAULT_DURATION = 30
+DEFAULT_DURATION = 600
+"""Seconds. Long on purpose: an agent replaced on the same machine takes over at once (the
+host's agent lock proves its predecessor dead), so the duration only bounds the wait when
+the holder was on another machine; renewals every ``duration / 3`` (one PUT each) keep the
+idle agent at about 18 requests an hour."""
 
 
 def identity(machine: str = "") -> str:
@@ -72,6 +76,7 @@ class NodeLease:
         self.namespace = namespace or default_namespace()
         self.duration = duration
         self.held = False
+        self._lease: Obj | None = None  # the Lease as the last write returned it
         self.unavailable = ""
         """Why the Lease API cannot be used here (RBAC not applied, no such API), or ''."""
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
@@ -110,7 +115,7 @@ class NodeLease:
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": self._spec(None)}  # fmt: skip
             try:
-                self.kube.request("POST", self.collection, body=body)
+                self._lease = self.kube.request("POST", self.collection, body=body)
             except ApiError as conflict:
                 if conflict.status == 409:  # created by another agent meanwhile
                     return "another agent"
@@ -131,13 +136,30 @@ class NodeLease:
         acquired = str(spec.get("acquireTime") or "") if other == self.holder else None
         lease["spec"] = {**spec, **self._spec(acquired)}
         try:
-            self.kube.request("PUT", self.path, body=lease)
+            self._lease = self.kube.request("PUT", self.path, body=lease)
         except ApiError as e:
             if e.status == 409:
                 self.held = False
                 return other or "another agent"
             raise
         self.held = True
+        return ""
+
+    def renew(self) -> str:
+        """One PUT of the Lease as this agent last wrote it; read afresh (as
+        :meth:`try_acquire`) only when that copy is stale (409) or missing."""
+        lease = self._lease
+        if lease is None or not self.held:
+            return self.try_acquire()
+        spec = lease.get("spec") or {}
+        lease = {**lease, "spec": {**spec, **self._spec(str(spec.get("acquireTime") or ""))}}
+        try:
+            self._lease = self.kube.request("PUT", self.path, body=lease)
+        except ApiError as e:
+            if e.status not in (404, 409):
+                raise
+            self._lease = None
+            return self.try_acquire()
         return ""
 
     def _expired(self, spec: Obj) -> bool:
@@ -191,7 +213,7 @@ class NodeLease:
         last_renewed = time.monotonic()
         while not stop.wait(self.duration / 3):
             try:
-                holder = self.try_acquire()
+                holder = self.renew()
             except Unavailable as e:
                 on_lost(f"Lease {self.namespace}/{self.name} refused: {e}")
                 return

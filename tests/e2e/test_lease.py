@@ -77,6 +77,23 @@ def test_an_agent_killed_is_replaced_at_once_not_after_the_lease_expires(
     assert f"Taking Lease default/{node.name} over from {first}" in node.log()
 
 
+def test_the_lease_is_renewed_while_the_agent_runs(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(extra_args=("--lease-duration", "3"))
+    boot_on(node, kube_cluster)
+    before = lease_of(kube_cluster, node.name)
+    assert before["leaseDurationSeconds"] == 3
+    node.wait_for(
+        lambda: lease_of(kube_cluster, node.name)["renewTime"] != before["renewTime"], 10,
+        "a renewal",
+    )  # fmt: skip
+    after = lease_of(kube_cluster, node.name)
+    assert after["holderIdentity"] == before["holderIdentity"]
+    assert after["acquireTime"] == before["acquireTime"]
+    assert node.running
+
+
 def test_metrics_address_in_use_is_one_line_and_exit_1(
     make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
 ) -> None:
