@@ -73,7 +73,13 @@ from mcd.host.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.systemd import SystemdError
 from mcd.model.errors import ConfigError
-from mcd.model.vocabulary import FORCE_FILE, SSH_ACCESSED, Annotation
+from mcd.model.vocabulary import (
+    FORCE_FILE,
+    SSH_ACCESSED,
+    Annotation,
+    drain_request,
+    uncordon_request,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -250,11 +256,12 @@ class Agent:
             return
         annotations = annotations_of(node)
         wanted_drain = annotations.get(Annotation.DESIRED_DRAIN, "")
+        target = annotations.get(Annotation.DESIRED_CONFIG, "")
         if (
             self.options.drain_mode == "controller"
-            and wanted_drain
+            and wanted_drain in (drain_request(target), uncordon_request(target))
             and wanted_drain != annotations.get(Annotation.LAST_APPLIED_DRAIN, "")
-        ):
+        ):  # a request for a target no longer wanted is not waited for: it is replaced
             log.info(
                 "A previously requested drain has not yet completed. Waiting for "
                 "machine-config-controller to finish draining node."

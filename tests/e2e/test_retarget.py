@@ -4,6 +4,7 @@ terminates) and changes something while the agent waits."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -146,3 +147,40 @@ def test_a_pod_that_never_terminates_is_named_with_its_finalizers(
     node.wait_reboot(timeout=30)
     node.reboot()
     node.wait_state("Done", new)
+
+
+def test_controller_mode_withdraws_its_drain_request_when_desired_is_reverted(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """--drain-mode controller: the drain controller never answers drain-<new> (a blocked
+    drain); reverting desiredConfig makes the agent ask uncordon-<current> instead."""
+    node = make_node(drain_mode="controller")
+    stop = threading.Event()
+
+    def controller() -> None:  # answers uncordon requests only
+        while not stop.wait(0.05):
+            a = node.annotations()
+            wanted = a.get(Annotation.DESIRED_DRAIN, "")
+            if wanted.startswith("uncordon-") and a.get(Annotation.LAST_APPLIED_DRAIN) != wanted:
+                kube_cluster.annotate(node.name, {Annotation.LAST_APPLIED_DRAIN: wanted})
+
+    echo = threading.Thread(target=controller, daemon=True)
+    echo.start()
+    try:
+        old = boot_on(node, kube_cluster)
+        new = kube_cluster.name("rendered-worker-2")
+        create_config(kube_cluster, worker(new, app="threads=8\n"))
+        node.set_desired(new)
+        node.wait_for(lambda: node.annotations().get(Annotation.DESIRED_DRAIN) == f"drain-{new}",
+                      15, "the drain request")  # fmt: skip
+        node.set_desired(old)
+        node.wait_for(
+            lambda: node.annotations().get(Annotation.LAST_APPLIED_DRAIN) == f"uncordon-{old}",
+            15, "the uncordon request answered",
+        )  # fmt: skip
+        node.wait_state("Done", old, timeout=10)
+        assert node.reboots_requested() == 0
+        assert node.path(APP_CONF).read_text() == "threads=4\n"
+    finally:
+        stop.set()
+        echo.join(5)
