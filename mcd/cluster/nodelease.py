@@ -28,10 +28,13 @@ from collections.abc import Callable
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.events import default_namespace
+from mcd.cluster.watch import Backoff
 
 log = logging.getLogger(__name__)
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+WAIT_POLL = 5.0
+"""Seconds between two looks at a Lease another agent holds, while waiting for it."""
 DEFAULT_DURATION = 600
 """Seconds. Long on purpose: an agent replaced on the same machine takes over at once (the
 host's agent lock proves its predecessor dead), so the duration only bounds the wait when
@@ -177,7 +180,7 @@ class NodeLease:
         """Block until the Lease is held (True) or ``stop`` is set (False). ``said`` is called
         once with the one line that tells why this agent waits."""
         told = False
-        retry = max(1.0, self.duration / 5)
+        errors = Backoff(initial=0.5, maximum=10.0)  # the API server away: look again soon
         while not stop.is_set():
             try:
                 holder = self.try_acquire(predecessor_dead)
@@ -191,17 +194,19 @@ class NodeLease:
                 return True
             except ApiError as e:
                 log.warning("Could not read the Lease %s/%s: %s", self.namespace, self.name, e)
-                holder = "?"
+                stop.wait(errors.next())
+                continue
+            errors.reset()
             if not holder:
                 log.info("Holding Lease %s/%s as %s", self.namespace, self.name, self.holder)
                 return True
-            if not told and holder != "?":
+            if not told:
                 said(
                     f"node {self.name} is managed by another agent ({holder} holds Lease "
                     f"{self.namespace}/{self.name}); waiting until it stops"
                 )
                 told = True
-            stop.wait(retry)
+            stop.wait(min(WAIT_POLL, self.duration / 3))
         return False
 
     def keep(self, stop: threading.Event, on_lost: Callable[[str], None]) -> None:
