@@ -20,7 +20,7 @@ Threads, each doing one thing:
   listener for ``/metrics``, ``/healthz`` and ``/readyz``.
 
 Before any of these start, the agent takes the host's agent lock
-(:mod:`mcd.host.agentlock`) and the node's Lease (:mod:`mcd.cluster.lease`): a
+(:mod:`mcd.host.agentlock`) and the node's Lease (:mod:`mcd.cluster.nodelease`): a
 second agent for the same node waits, saying so in one line, and a thread renews
 the Lease while the agent runs. The main thread only waits
 for signals. SIGTERM during an update is deferred until the update step ends
@@ -61,8 +61,8 @@ from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
 from mcd.cluster.events import EventRecorder, Reason
-from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
 from mcd.host.errors import HostError

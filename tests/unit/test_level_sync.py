@@ -14,8 +14,8 @@ from mcd.agent import owed
 from mcd.agent.level import cordoned_by_update, differences
 from mcd.agent.wakeups import Wakeups, wake_key
 from mcd.cluster.drain import CORDONED_BY
-from mcd.cluster.lease import identity, machine_of
 from mcd.cluster.node import not_older
+from mcd.cluster.nodelease import identity, machine_of
 from mcd.cluster.watch import Backoff
 from mcd.host.rootfs import Root
 from mcd.model.vocabulary import Annotation
