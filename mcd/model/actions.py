@@ -13,6 +13,7 @@ import posixpath
 from dataclasses import dataclass
 
 from mcd.model import registries
+from mcd.model.dataurl import decode_data_url
 from mcd.model.diff import Changes, MachineConfigDiff
 from mcd.model.errors import DecodeError
 from mcd.model.machineconfig import MachineConfig
@@ -163,18 +164,29 @@ def legacy_actions(diff: MachineConfigDiff, files: Changes, force: bool = False)
 
 
 def registries_change_reason(old: MachineConfig, new: MachineConfig) -> str:
-    """Why the registries.conf change needs a drain, or empty when it is safe."""
-    try:
-        before = _file_data(old, REGISTRIES_CONF)
-        after = _file_data(new, REGISTRIES_CONF)
-    except DecodeError as e:
-        return str(e)
+    """Why the registries.conf change needs a drain, or empty when it is safe.
+
+    ``RegistriesConfError`` when either side cannot be decoded: upstream's
+    ``isSafeContainerRegistryConfChanges`` fails the update then.
+    """
+    before = _registries_data(old, ": ")
+    after = _registries_data(new, " ")
     return registries.unsafe_change(before, after)
 
 
-def _file_data(mc: MachineConfig, path: str) -> bytes | None:
-    f = mc.ignition.file(path)
-    return None if f is None else f.data()
+def _registries_data(mc: MachineConfig, sep: str) -> bytes | None:
+    """Upstream ``GetIgnitionFileDataByPath``: the first entry with a source, data URL
+    decoded but never decompressed (a gzip file is then not TOML)."""
+    for f in mc.ignition.files:
+        if f.path == REGISTRIES_CONF and f.contents.source is not None:
+            try:
+                return decode_data_url(f.contents.source)
+            except DecodeError as e:
+                # upstream's two messages differ by a colon
+                raise registries.RegistriesConfError(
+                    f"failed decoding Data URL scheme string{sep}{e.detail}"
+                ) from e
+    return None
 
 
 @dataclass(frozen=True)
@@ -207,8 +219,8 @@ def drain_decision(
     if special:
         reason = registries_change_reason(old, new)
         if reason:
-            return DrainDecision(True, f"{REGISTRIES_CONF} change is not safe: {reason}")
-        return DrainDecision(False, f"{REGISTRIES_CONF} changes made are safe to skip drain")
+            return DrainDecision(True, reason)
+        return DrainDecision(False, f"{REGISTRIES_CONF}: changes made are safe to skip drain")
     return DrainDecision(False, "no action needs a drain")
 
 

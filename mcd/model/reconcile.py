@@ -48,6 +48,16 @@ def check_reconcilable(
     ``node_fips`` is the node's ``/proc/sys/crypto/fips_enabled`` when known: the
     daemon compares the new config with the node, not with the old config.
     """
+    old_problems = validate.problems(old.ignition, "spec.config")
+    if old_problems:
+        # Upstream parses the old config with Ignition's validating parser first.
+        raise UnreconcilableError(
+            old.name,
+            new.name,
+            f"parsing old Ignition config from machineconfig {goquote(old.name)} failed: "
+            + "; ".join(old_problems),
+            parse=True,
+        )
     detail = unreconcilable_detail(old, new, overrides or Overrides(), node_fips)
     if detail:
         raise UnreconcilableError(old.name, new.name, detail)

@@ -108,3 +108,16 @@ def test_unreconcilable_plan_has_no_actions() -> None:
     assert plan.actions == ()
     assert not plan.drain and not plan.reboot
     assert "ignition disks section contains changes" in plan.reason
+
+
+def test_invalid_old_ignition_is_refused_when_diffing() -> None:
+    """Upstream IsComponentConfigsReconcilable: ParseAndConvertConfig(old) validates it."""
+    old = mc("old", files=[file_entry("etc/relative", "x")])
+    new = mc("new", files=[file_entry("/etc/foo", "x")])
+    plan = make_plan(old, new)
+    assert not plan.reconcilable
+    assert plan.reason == (
+        "can't reconcile config old with new: configs old, new are not reconcilable: "
+        'parsing old Ignition config from machineconfig "old" failed: '
+        'spec.config.storage.files[0].path: path not absolute: "etc/relative"'
+    )
