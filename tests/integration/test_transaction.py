@@ -96,6 +96,8 @@ def test_os_pivot_stages_reboots_and_completes_after_the_reboot(ostree: OstreeNo
     calls = [c["argv"] for c in ostree.rpm()["calls"]]
     assert ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_B}"] in calls
     assert all(c["client"] == "machine-config-operator" for c in ostree.rpm()["calls"])
+    # useMergedPullSecrets: rpm-ostree pulls with the cluster pull secret (a link, not a copy)
+    assert os.readlink(ostree.root / "run/ostree/auth.json") == "/var/lib/kubelet/config.json"
     assert ostree.bus.calls("StartTransientUnit")  # the reboot was asked of systemd
     assert ostree.current() == "rendered-worker-1"  # not promoted before the new deployment boots
     assert (ostree.root / JOURNAL.lstrip("/")).exists()
