@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
+from mcd.agent import bootretry
 from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
@@ -27,6 +28,7 @@ from mcd.agent.update import (
     before_reboot,
     complete_update,
     current_config,
+    fetch_config,
     start_drift_monitor,
     trigger_update,
     validate_current,
@@ -35,6 +37,8 @@ from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.validation import unexpected_state
+from mcd.model.text import goquote
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 
 log = logging.getLogger(__name__)
@@ -63,9 +67,15 @@ def boot(ctx: Context, node: Obj) -> None:
     current = current_config(ctx, node)
     desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
     if outcome is Outcome.BOOTED_OLD:
+        attempt = bootretry.record(ctx.host.root, desired)
+        if attempt > bootretry.MAX_RETRIES:
+            reason = _booted_old_reason(ctx, desired)
+            bootretry.give_up(ctx.host.root, desired, reason)
+            ctx.events.record(Reason.ON_DISK_STATE_VALIDATION_FAILED, reason)
+            raise SyncError(reason)
         message = (
             f"Node {ctx.node_name} booted the previous deployment instead of the one staged "
-            f"for {desired}; retrying the update"
+            f"for {desired}; retrying the update ({attempt} of {bootretry.MAX_RETRIES})"
         )
         log.warning("%s", message)
         ctx.events.record(Reason.BOOT_RESYNC, message)
@@ -94,3 +104,14 @@ def boot(ctx: Context, node: Obj) -> None:
         f"Booting node {ctx.node_name}, currentConfig {current.name}, desiredConfig {desired}",
     )
     trigger_update(ctx, node, current, desired)
+
+
+def _booted_old_reason(ctx: Context, desired: str) -> str:
+    """Upstream's reason for a node on the wrong deployment (``validateOnDiskState``)."""
+    have = ctx.host.rpm.booted_image() if ctx.host.rpm is not None else ""
+    want = fetch_config(ctx, desired).mc.os_image_url
+    if want and want != have:
+        return unexpected_state(
+            desired, f"expected target osImageURL {goquote(want)}, have {goquote(have)}"
+        )
+    return unexpected_state(desired, "the deployment staged for it did not boot")

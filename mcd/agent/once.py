@@ -125,7 +125,7 @@ def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) 
         return result(recovered)  # the interrupted update needs its reboot first
     current = current_config_on_disk(root)
     old, old_doc = current if current else (empty_machine_config(), None)
-    plan = make_plan(old, new, force=force, legacy=True)
+    plan = make_plan(old, new, force=force, legacy=True, node_fips=node.fips_for(new))
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
         log.info("Force file %s consumed", FORCE_FILE)

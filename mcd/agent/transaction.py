@@ -336,7 +336,9 @@ def recover(
         return None
     entry, old_doc, new_doc = loaded
     old, new = load_machine_config(old_doc), load_machine_config(new_doc)
-    plan = make_plan(old, new, force=entry.force or force, legacy=True)
+    plan = make_plan(
+        old, new, force=entry.force or force, legacy=True, node_fips=node.fips_for(new)
+    )
     actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
     plan = dataclasses.replace(plan, actions=actions)
     txn = Transaction(

@@ -14,6 +14,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+from mcd.agent import bootretry
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -33,11 +34,10 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.text import goquote
-from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
+from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState, drain_required
 
 log = logging.getLogger(__name__)
 
-FIPS_ENABLED = "/proc/sys/crypto/fips_enabled"
 AGENT_LOCK_WAIT = 60.0
 """Seconds an update waits for another writer (``mcd restore``, ``once-from``) to finish."""
 
@@ -116,13 +116,6 @@ def current_config(ctx: Context, node: Obj) -> Config:
     return Config(empty, document_of(empty, None))
 
 
-def node_fips(ctx: Context) -> bool | None:
-    try:
-        return ctx.host.root.read_bytes(FIPS_ENABLED).strip() == b"1"
-    except (OSError, HostError):
-        return None
-
-
 def validate_current(ctx: Context, mc: MachineConfig) -> str:
     """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason."""
     host = ctx.host
@@ -150,14 +143,21 @@ def trigger_update(
     desired = fetch_config(ctx, desired_name)
     try:
         with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
-            return _update(ctx, current, desired, preflight)
+            return _update(ctx, current, desired, preflight, drain_required(annotations_of(node)))
     except LockBusy as e:
         raise SyncError(str(e)) from e
 
 
-def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> Outcome:
+def _update(
+    ctx: Context, current: Config, desired: Config, preflight: bool, may_drain: bool
+) -> Outcome:
     root = ctx.host.root
     force = root.exists(FORCE_FILE)
+    if force:
+        bootretry.clear(root)
+    gave_up = bootretry.given_up(root, desired.name)
+    if gave_up:  # the node kept booting the old deployment for this config
+        raise SyncError(gave_up)
     if force:
         log.info("Skipping preflight config drift check; %s present", FORCE_FILE)
     elif preflight:
@@ -167,7 +167,7 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
             log.error("Preflight config drift check failed: %s", reason)
             ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
             raise SyncError(reason)
-    plan = make_plan(current.mc, desired.mc, force=force, node_fips=node_fips(ctx))
+    plan = make_plan(current.mc, desired.mc, force=force, node_fips=ctx.host.fips_for(desired.mc))
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         raise Unreconcilable(plan.reason)
@@ -182,7 +182,7 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
             "Starting update from %s to %s: %s",
             current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
         )  # fmt: skip
-        outcome = _run(ctx, plan, current, desired)
+        outcome = _run(ctx, plan, current, desired, may_drain)
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
         log.info("reboot successful")
@@ -191,8 +191,13 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
     return outcome
 
 
-def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Outcome:
-    if plan.drain:
+def _run(
+    ctx: Context, plan: UpdatePlan, current: Config, desired: Config, may_drain: bool = True
+) -> Outcome:
+    if plan.drain and not may_drain:  # upstream performDrain on a SingleReplica cluster
+        log.info("Drain not required, skipping")
+        ctx.events.record(Reason.DRAIN, "Drain not required, skipping")
+    elif plan.drain:
         try:
             ctx.drainer.drain(desired.name)
         except DrainError as e:
@@ -238,6 +243,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     ctx.events.record(
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {mc.name} to Done"
     )
+    bootretry.clear(ctx.host.root)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -123,6 +124,9 @@ def make_plan(
     table instead of node disruption policies. An unreconcilable change yields a
     plan with ``reconcilable=False``, the upstream reason and no actions.
     """
+    if node_fips is not None and new.fips == node_fips:
+        # Upstream checkFIPS sets the current config's FIPS to the node's before diffing.
+        old = dataclasses.replace(old, fips=node_fips)
     diff = diff_machine_configs(old, new, force=force)
     files = file_changes(old, new)
     units = unit_changes(old, new)

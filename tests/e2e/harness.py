@@ -68,6 +68,8 @@ def make_root(root: Path) -> None:
     (root / "run").mkdir()
     (root / "run/ostree-booted").write_text("")
     (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "proc/sys/crypto").mkdir(parents=True)
+    (root / "proc/sys/crypto/fips_enabled").write_text("0\n")  # as every RHCOS node has
 
 
 class AgentNode:

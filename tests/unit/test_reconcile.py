@@ -121,3 +121,12 @@ def test_invalid_old_ignition_is_refused_when_diffing() -> None:
         'parsing old Ignition config from machineconfig "old" failed: '
         'spec.config.storage.files[0].path: path not absolute: "etc/relative"'
     )
+
+
+def test_plan_takes_fips_from_the_node_as_upstream_checkFIPS() -> None:
+    """checkFIPS: desired == node is fine and sets current.Spec.FIPS = node (no fips diff)."""
+    plan = make_plan(mc("old", fips=False), mc("new", fips=True), node_fips=True)
+    assert plan.reconcilable and "fips" not in plan.diff.categories()
+    refused = make_plan(mc("old", fips=True), mc("new", fips=True), node_fips=False)
+    assert not refused.reconcilable
+    assert refused.reason.endswith("detected change to FIPS flag; refusing to modify FIPS on a running cluster")
