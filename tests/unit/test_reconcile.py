@@ -129,4 +129,6 @@ def test_plan_takes_fips_from_the_node_as_upstream_checkFIPS() -> None:
     assert plan.reconcilable and "fips" not in plan.diff.categories()
     refused = make_plan(mc("old", fips=True), mc("new", fips=True), node_fips=False)
     assert not refused.reconcilable
-    assert refused.reason.endswith("detected change to FIPS flag; refusing to modify FIPS on a running cluster")
+    assert refused.reason.endswith(
+        "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+    )
