@@ -26,13 +26,15 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import Drainer, DrainError
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
-from mcd.model.errors import ConfigError
+from mcd.model.errors import ConfigError, PolicyError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.policy import DisruptionPolicies
 from mcd.model.text import goquote
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState, drain_required
 
@@ -116,6 +118,16 @@ def current_config(ctx: Context, node: Obj) -> Config:
     return Config(empty, document_of(empty, None))
 
 
+def disruption_policies(ctx: Context) -> DisruptionPolicies:
+    """The cluster's node disruption policies (MachineConfiguration/cluster, else defaults)."""
+    try:
+        return cluster_policies(ctx.kube)
+    except PoliciesNotReady as e:
+        raise SyncError(str(e)) from e
+    except PolicyError as e:
+        raise SyncError(f"invalid MachineConfiguration/cluster: {e}") from e
+
+
 def validate_current(ctx: Context, mc: MachineConfig) -> str:
     """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason."""
     host = ctx.host
@@ -167,7 +179,11 @@ def _update(
             log.error("Preflight config drift check failed: %s", reason)
             ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
             raise SyncError(reason)
-    plan = make_plan(current.mc, desired.mc, force=force, node_fips=ctx.host.fips_for(desired.mc))
+    policies = disruption_policies(ctx)
+    plan = make_plan(
+        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc)
+    )
+    log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         raise Unreconcilable(plan.reason)

@@ -97,17 +97,18 @@ def disruption_actions(
             decisions.append(Decision(f"file {path}", "no policy matches", (REBOOT,)))
         else:
             how = "policy for" if policy.path == path else "policy for directory"
-            decisions.append(Decision(f"file {path}", f"{how} {policy.path}", policy.actions))
+            rule = f"{policy.origin} {how} {policy.path}"
+            decisions.append(Decision(f"file {path}", rule, policy.actions))
     for name in units.all():
         upolicy = policies.unit_policy(name)
         if upolicy is None:
             decisions.append(Decision(f"unit {name}", "no policy matches", (REBOOT,)))
         else:
-            decisions.append(Decision(f"unit {name}", f"policy for unit {name}", upolicy.actions))
+            rule = f"{upolicy.origin} policy for unit {name}"
+            decisions.append(Decision(f"unit {name}", rule, upolicy.actions))
     if diff.passwd:
-        decisions.append(
-            Decision("SSH keys / password", "sshkey policy", policies.sshkey or (NONE,))
-        )
+        rule = f"{policies.sshkey_origin} sshkey policy"
+        decisions.append(Decision("SSH keys / password", rule, policies.sshkey or (NONE,)))
     return ActionResult(collapse([a for d in decisions for a in d.actions]), tuple(decisions))
 
 

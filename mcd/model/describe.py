@@ -29,6 +29,9 @@ def describe_plan(plan: UpdatePlan) -> str:
         lines.append(f"OS: {plan.diff.os_changes_string()}")
     if plan.kernel_arguments:
         lines.append(f"Kernel arguments: rpm-ostree kargs {' '.join(plan.kernel_arguments)}")
+    lines.append(
+        f"Policies: {plan.policy_source}" if plan.policy_source else "Policies: legacy action table"
+    )
     lines.append("Why:")
     for d in plan.decisions:
         acts = ", ".join(describe_action(a) for a in d.actions)

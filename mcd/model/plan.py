@@ -67,6 +67,8 @@ class UpdatePlan:
     kernel_arguments: tuple[str, ...] = field(default=())
     """``rpm-ostree kargs`` options; empty when the kernel arguments do not change."""
     force: bool = False
+    policy_source: str = ""
+    """Where the node disruption policies came from ('' with the legacy table)."""
 
     @property
     def reboot(self) -> bool:
@@ -101,6 +103,7 @@ class UpdatePlan:
             "osChanges": self.diff.os_changes_string(),
             "decisions": [d.to_json() for d in self.decisions],
             "force": self.force,
+            "policySource": self.policy_source,
         }
 
 
@@ -155,4 +158,5 @@ def make_plan(
         drain_reason=drain.reason,
         kernel_arguments=tuple(kargs),
         force=force,
+        policy_source="" if legacy else policies.source,
     )

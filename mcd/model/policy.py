@@ -58,16 +58,23 @@ def restart(service: str) -> Action:
     return Action(ActionType.RESTART, service)
 
 
+DEFAULT = "default"
+USER = "user"
+
+
 @dataclass(frozen=True)
 class FilePolicy:
     path: str
     actions: tuple[Action, ...]
+    origin: str = DEFAULT
+    """``default`` (upstream's cluster defaults) or ``user`` (the administrator's)."""
 
 
 @dataclass(frozen=True)
 class UnitPolicy:
     name: str
     actions: tuple[Action, ...]
+    origin: str = DEFAULT
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,9 @@ class DisruptionPolicies:
     files: tuple[FilePolicy, ...] = ()
     units: tuple[UnitPolicy, ...] = ()
     sshkey: tuple[Action, ...] | None = None
+    sshkey_origin: str = DEFAULT
+    source: str = "the default cluster policies"
+    """Where the policies were read from, for the plan's reader."""
 
     def closest_file_policy(self, path: str) -> FilePolicy | None:
         """Upstream ``FindClosestFilePolicyPathMatch``: the policy whose path equals ``path``
@@ -165,6 +175,8 @@ def merge_policies(defaults: DisruptionPolicies, user: DisruptionPolicies) -> Di
         files=tuple(files),
         units=tuple(units),
         sshkey=user.sshkey if user.sshkey else defaults.sshkey,
+        sshkey_origin=USER if user.sshkey else defaults.sshkey_origin,
+        source=user.source,
     )
 
 
@@ -224,7 +236,7 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             fpath = f.opt_str(entry, "path", ipath)
             if fpath is None:  # the CRD requires it, but checks nothing else about it
                 raise PolicyError("missing path", f.join(ipath, "path"))
-            files.append(FilePolicy(fpath, _parse_actions(entry, ipath)))
+            files.append(FilePolicy(fpath, _parse_actions(entry, ipath), USER))
         units = []
         for i, item in enumerate(f.opt_list(ndp, "units", npath)):
             ipath = f.join(f.join(npath, "units"), i)
@@ -232,12 +244,18 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             name = f.opt_str(entry, "name", ipath)
             if not name:
                 raise PolicyError("missing unit name", f.join(ipath, "name"))
-            units.append(UnitPolicy(name, _parse_actions(entry, ipath)))
+            units.append(UnitPolicy(name, _parse_actions(entry, ipath), USER))
         sshkey = None
         if "sshkey" in ndp:
             spath = f.join(npath, "sshkey")
             sshkey = _parse_actions(f.opt_map(ndp, "sshkey", npath), spath)
-        return DisruptionPolicies(files=tuple(files), units=tuple(units), sshkey=sshkey)
+        return DisruptionPolicies(
+            files=tuple(files),
+            units=tuple(units),
+            sshkey=sshkey,
+            sshkey_origin=USER,
+            source="spec.nodeDisruptionPolicy merged over the default cluster policies",
+        )
     except PolicyError:
         raise
     except ConfigError as e:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
@@ -9,6 +13,7 @@ from tests.e2e.harness import IMAGE_A, IMAGE_B, create_config
 from tests.e2e.test_agent import boot_on
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
+from tests.unit.test_policy_status import status_object
 
 
 def test_single_node_cluster_reboots_without_draining(
@@ -56,3 +61,29 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
     assert node.current_on_disk() == old
     node.set_desired(old)  # the admin goes back: the node recovers by itself
     node.wait_state("Done", old)
+
+
+def test_policy_from_the_cluster_makes_a_file_change_rebootless(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """calculatePostConfigChangeNodeDisruptionAction reads MachineConfiguration/cluster."""
+    if kube_cluster.fake is None:
+        pytest.skip("MachineConfiguration/cluster is a singleton: fake API server only")
+    user = {"files": [{"path": "/etc/app", "actions": [
+        {"type": "Restart", "restart": {"serviceName": "app.service"}}]}]}  # fmt: skip
+    kube_cluster.create(
+        "/apis/operator.openshift.io/v1/machineconfigurations",
+        status_object(user, generation=1, observed=1),
+    )
+    node = make_node()
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_state("Done", new)
+    assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
+    assert node.reboots_requested() == 0
+    assert not node.events("Drain") and not node.events("Reboot")
+    restarts = [c for c in node.bus.calls("RestartUnit") if "app.service" in json.dumps(c)]
+    assert restarts, node.bus.calls()
+    assert "Node disruption policies from MachineConfiguration/cluster" in node.log()

@@ -153,7 +153,8 @@ def test_policy_changes_the_plan() -> None:
     plan = make_plan(old, new, policies)
     assert plan.actions == (restart("chronyd.service"),)
     assert not plan.drain and plan.cost is Cost.RESTART
-    assert plan.decisions[0].rule == "policy for /etc/chrony.conf"
+    assert plan.decisions[0].rule == "user policy for /etc/chrony.conf"
+    assert plan.policy_source.startswith("spec.nodeDisruptionPolicy merged over")
 
 
 @pytest.mark.parametrize(
