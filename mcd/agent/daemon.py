@@ -29,6 +29,7 @@ from types import FrameType
 from typing import TypeVar
 
 from mcd.agent.boot import boot
+from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.http import StatusServer
@@ -365,6 +366,7 @@ class Agent:
                               self.healthz, self.readyz).start()  # fmt: skip
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
+        self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", self._poll_kubelet)
         if self.logins is not None:

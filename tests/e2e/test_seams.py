@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from mcd.agent.certsync import LAST_SYNCED
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
@@ -13,6 +14,7 @@ from tests.e2e.harness import IMAGE_A, IMAGE_B, create_config
 from tests.e2e.test_agent import boot_on
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
+from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
 from tests.unit.test_policy_status import status_object
 
 
@@ -87,3 +89,30 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     restarts = [c for c in node.bus.calls("RestartUnit") if "app.service" in json.dumps(c)]
     assert restarts, node.bus.calls()
     assert "Node disruption policies from MachineConfiguration/cluster" in node.log()
+
+
+def test_ca_rotation_lands_without_a_reboot(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """The certificate writer follows the ControllerConfig; the node never reboots."""
+    if kube_cluster.fake is None:
+        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
+    node = make_node()
+    node.path("/etc/docker/certs.d").mkdir(parents=True)
+    name = boot_on(node, kube_cluster)
+    path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
+    kube_cluster.create(path, controller_config("1"))
+    ca = node.path("/etc/kubernetes/kubelet-ca.crt")
+    node.wait_for(lambda: ca.exists() and ca.read_bytes() == CA_A + b"\n", 15, "the kubelet CA")
+    obj = kube_cluster.kube.request("GET", f"{path}/machine-config-controller")
+    obj["spec"]["kubeAPIServerServingCAData"] = b64(CA_B)
+    obj["spec"]["imageRegistryBundleData"] = []
+    updated = kube_cluster.kube.request("PUT", f"{path}/machine-config-controller", body=obj)
+    rv = updated["metadata"]["resourceVersion"]
+    node.wait_for(lambda: ca.read_bytes() == CA_B, 15, "the rotated kubelet CA")
+    node.wait_for(lambda: node.annotations().get(LAST_SYNCED) == rv, 15, "lastSynced annotation")
+    assert not node.path("/etc/docker/certs.d/quay.io").exists()  # gone from the spec
+    assert node.path("/etc/docker/certs.d/registry.local:5000/ca.crt").read_bytes() == CA_A
+    assert node.reboots_requested() == 0
+    assert node.state() == "Done" and node.annotations()[Annotation.CURRENT_CONFIG] == name
+    assert f"Certificate was synced from controllerconfig resourceVersion {rv}" in node.log()
