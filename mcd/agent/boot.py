@@ -19,6 +19,7 @@ import logging
 from contextlib import nullcontext
 
 from mcd.agent import bootretry
+from mcd.agent.bootstrap import finish_bootstrap, load_node_annotations
 from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 
 def boot(ctx: Context, node: Obj) -> None:
+    node = load_node_annotations(ctx, node)
     annotations = annotations_of(node)
     if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
         log.info("Node %s has rebooted", ctx.node_name)
@@ -92,6 +94,7 @@ def boot(ctx: Context, node: Obj) -> None:
         start_drift_monitor(ctx, current.mc, problem)
         raise SyncError(problem)
     log.info("Validated on-disk state")
+    finish_bootstrap(ctx)
     if current.name == desired:
         if outcome is Outcome.DONE:
             log.info("Completing update to target MachineConfig: %s", desired)

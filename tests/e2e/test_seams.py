@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from mcd.agent.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
 from mcd.agent.certsync import LAST_SYNCED
-from mcd.model.vocabulary import Annotation
+from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, IMAGE_B, create_config
@@ -116,3 +117,33 @@ def test_ca_rotation_lands_without_a_reboot(
     assert node.reboots_requested() == 0
     assert node.state() == "Done" and node.annotations()[Annotation.CURRENT_CONFIG] == name
     assert f"Certificate was synced from controllerconfig resourceVersion {rv}" in node.log()
+
+
+def test_first_update_after_install_is_planned_against_the_install_config(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """loadNodeAnnotations: node-annotations.json names the install config on a new Node."""
+    node = make_node()
+    name = kube_cluster.name("rendered-worker-1")
+    doc = worker(name)
+    create_config(kube_cluster, doc)
+    node.provision(doc)  # what Ignition wrote at install time...
+    node.path(CURRENT_CONFIG_PATH).unlink()  # ...with no currentconfig and no annotations
+    initial = {Annotation.CURRENT_CONFIG: name, Annotation.DESIRED_CONFIG: name,
+               Annotation.STATE: "Done"}  # fmt: skip
+    node.path(INITIAL_ANNOTATIONS).write_text(json.dumps(initial))
+    node.start()
+    node.wait_ready()
+    node.wait_state("Done", name)
+    assert node.annotations()[Annotation.CURRENT_CONFIG] == name
+    assert not node.path(INITIAL_ANNOTATIONS).exists()
+    assert json.loads(node.path(INITIAL_ANNOTATIONS_BAK).read_text()) == initial
+    assert node.events("ConfigDriftMonitorStarted")  # drift watched from the first boot
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, secret='{"auths":{}}'))
+    node.set_desired(new)
+    node.wait_state("Done", new)
+    # planned against rendered-worker-1: only the pull secret changed (policy None), no reboot;
+    # against the empty config every file would be new and the node would reboot
+    assert node.reboots_requested() == 0
+    assert not node.events("Drain")
