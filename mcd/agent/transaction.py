@@ -19,9 +19,10 @@ import logging
 from collections.abc import Callable
 from enum import StrEnum
 
-from mcd.agent import failpoints
+from mcd.agent import failpoints, update_events
 from mcd.agent.handles import OSTREE_BOOTED, Node
 from mcd.agent.journal import Entry, Journal, Phase
+from mcd.cluster.events import Reason
 from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.systemd import SystemdError
@@ -75,6 +76,7 @@ class Transaction:
         preflight: bool = True,
         before_reboot: Callable[[str], None] | None = None,
         offline_root: bool = False,
+        record: update_events.Record | None = None,
     ) -> None:
         """``offline_root``: the root is an image no systemd runs (``once-from`` into a
         directory): actions that need a running manager (reload, restart, daemon-reload)
@@ -83,6 +85,7 @@ class Transaction:
         self.offline_root = offline_root
         self.skipped: list[str] = []
         self.before_reboot = before_reboot
+        self.record = record
         self.plan = plan
         self.old, self.new = plan.old, plan.new
         self.old_doc, self.new_doc = old_doc, new_doc
@@ -188,6 +191,7 @@ class Transaction:
         rpm = self.node.rpm
         assert rpm is not None
         d, old, new = self.plan.diff, self.old, self.new
+        self._emit(update_events.os_started(self.plan))
         rpm.cleanup_pending()
         if d.os_update:
             rpm.rebase(new.os_image_url)
@@ -202,6 +206,12 @@ class Transaction:
             rpm.update_extensions(install, uninstall)
         staged = rpm.status().staged
         self.entry.staged = staged.checksum if staged else ""
+        self._emit(update_events.os_finished(self.plan))
+
+    def _emit(self, events: list[tuple[Reason, str]]) -> None:
+        for reason, message in events:
+            if self.record is not None:
+                self.record(reason, message)
 
     def _actions(self) -> None:
         actions = executed_actions(self.plan.actions)
@@ -231,11 +241,17 @@ class Transaction:
                 elif action.type is ActionType.DAEMON_RELOAD:
                     systemd.daemon_reload()
             except SystemdError as e:
+                failed = update_events.action_failed(action, str(e))
+                self._emit([failed] if failed else [])
                 if action.type is ActionType.RESTART:
                     what = f"restarting {service} service failed"
                 else:
                     what = f"reloading {service or 'systemd'} configuration failed"
                 raise SystemdError(f"could not apply update: {what}. Error: {e}") from e
+            done = update_events.action_done(action)
+            self._emit([done] if done else [])
+            if action.type is ActionType.NONE:
+                log.info("Node has Desired Config %s, skipping reboot", self.new.name)
 
     def _finish(self) -> Outcome:
         if self.entry.reboot and self.entry.staged:

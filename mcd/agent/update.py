@@ -224,6 +224,7 @@ def _run(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
         before_reboot=lambda rationale: before_reboot(ctx, rationale),
+        record=ctx.events.record,
     )  # fmt: skip
     try:
         outcome = txn.run()

@@ -9,9 +9,10 @@ import pytest
 from mcd.agent.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
 from mcd.agent.certsync import LAST_SYNCED
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
+from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import IMAGE_A, IMAGE_B, create_config
+from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
 from tests.e2e.test_agent import boot_on
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
@@ -90,6 +91,9 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     restarts = [c for c in node.bus.calls("RestartUnit") if "app.service" in json.dumps(c)]
     assert restarts, node.bus.calls()
     assert "Node disruption policies from MachineConfiguration/cluster" in node.log()
+    assert [e["message"] for e in node.events("ServiceRestart")] == [
+        "Config changes do not require reboot. Service app.service was restarted."
+    ]
 
 
 def test_ca_rotation_lands_without_a_reboot(
@@ -147,3 +151,60 @@ def test_first_update_after_install_is_planned_against_the_install_config(
     # against the empty config every file would be new and the node would reboot
     assert node.reboots_requested() == 0
     assert not node.events("Drain")
+
+
+def _messages(node: AgentNode, reason: str) -> list[str]:
+    return [e["message"] for e in node.events(reason)]
+
+
+def test_os_update_events_as_upstream_applyOSChanges(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    old = boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, image=IMAGE_B))
+    node.set_desired(new)
+    node.wait_reboot()
+    assert _messages(node, "InClusterUpgrade") == [f"Updating from oscontainer {IMAGE_B}"]
+    assert _messages(node, "OSUpdateStarted") == ["Upgrading OS"]
+    assert _messages(node, "OSUpgradeApplied") == [
+        f"OS upgrade applied; new MachineConfig ({new}) has new OS image ({IMAGE_B})"
+    ]
+    assert _messages(node, "OSUpdateStaged") == ["Changes to OS staged"]
+    node.reboot()
+    node.wait_state("Done", new)
+    # kernel arguments only: no InClusterUpgrade, the OS image is skipped
+    third = kube_cluster.name("rendered-worker-3")
+    create_config(kube_cluster, worker(third, image=IMAGE_B, kargs=["nosmt"]))
+    node.set_desired(third)
+    node.wait_reboot(count=2)
+    assert _messages(node, "OSUpgradeSkipped") == [
+        f"OS upgrade skipped; new MachineConfig ({third}) has same OS image ({IMAGE_B}) "
+        f"as old MachineConfig ({new})"
+    ]
+    assert "Changing kernel arguments" in _messages(node, "OSUpdateStarted")
+    assert len(_messages(node, "InClusterUpgrade")) == 1
+    assert old != new
+
+
+def test_skip_reboot_and_failed_service_reload_events(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, secret='{"auths":{}}'))  # default policy: None
+    node.set_desired(new)
+    node.wait_state("Done", new)
+    assert _messages(node, "SkipReboot") == ["Config changes do not require reboot."]
+    node.bus.fail_job("crio.service")
+    third = kube_cluster.name("rendered-worker-3")
+    create_config(kube_cluster, worker(third, secret='{"auths":{}}', extra_files=[
+        file_entry("/etc/containers/policy.json", "{}")]))  # fmt: skip
+    node.set_desired(third)
+    node.wait_state("Degraded")
+    (failed,) = node.events("FailedServiceReload")
+    assert failed["type"] == "Warning"
+    assert failed["message"].startswith("Reloading service crio.service failed. Error: ")
+    assert "reloading crio.service configuration failed" in node.reason()
