@@ -109,7 +109,7 @@ class Agent:
     def __init__(self, options: Options, kube: Kube | None = None) -> None:
         self.options = options
         name = options.node_name
-        self.kube = kube or Kube(load_client(options.kubeconfig))
+        self.kube = kube or Kube(load_client(options.kubeconfig, root_mount=options.root_mount))
         root = Root(options.root_mount)
         host = node_for(root)
         writer = NodeWriter(self.kube, name)
