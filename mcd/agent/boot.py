@@ -37,6 +37,7 @@ from mcd.agent.update import (
 from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state
 from mcd.model.text import goquote
@@ -67,6 +68,7 @@ def boot(ctx: Context, node: Obj) -> None:
         ctx.reboot_queued = True
         return
     current = current_config(ctx, node)
+    set_log_fields(MCD_CONFIG=current.name)
     desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
     if outcome is Outcome.BOOTED_OLD:
         attempt = bootretry.record(ctx.host.root, desired)

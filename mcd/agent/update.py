@@ -29,6 +29,7 @@ from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
 from mcd.model.errors import ConfigError, PolicyError
@@ -152,6 +153,7 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
 def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
 ) -> Outcome:
+    set_log_fields(MCD_CONFIG=desired_name)  # journald: the config being applied
     desired = fetch_config(ctx, desired_name)
     try:
         with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
@@ -261,6 +263,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {mc.name} to Done"
     )
     bootretry.clear(ctx.host.root)
+    set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)

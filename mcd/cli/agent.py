@@ -77,7 +77,9 @@ def start_command(
     -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start.
     """
     level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
-    configure_logging(level, log_format=log_format)
+    configure_logging(
+        level, fields={"MCD_NODE": node_name} if node_name else None, log_format=log_format
+    )
     if not node_name:
         raise click.UsageError("--node-name (or $NODE_NAME) is required")
     options = Options(
