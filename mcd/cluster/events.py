@@ -75,9 +75,14 @@ WARNINGS = frozenset(
 )
 
 
+EVENT_NAMESPACE_ENV = "MCD_EVENT_NAMESPACE"
+
+
 def default_namespace() -> str:
-    """Where Node events go: the agent's own namespace in a pod, else ``default``."""
-    return os.environ.get("POD_NAMESPACE") or "default"
+    """Where Node events go: ``default``, as client-go's recorder puts Events about a
+    cluster-scoped object (upstream's, ``OSUpdateStaged`` included); ``$MCD_EVENT_NAMESPACE``
+    when configured."""
+    return os.environ.get(EVENT_NAMESPACE_ENV) or "default"
 
 
 class EventRecorder:

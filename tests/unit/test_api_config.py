@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcd.cluster.api import ConfigurationError, load_client
+from mcd.cluster.events import default_namespace
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -63,3 +64,14 @@ def test_falls_back_to_the_in_cluster_service(
 def test_no_service_account_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="in-cluster service account"):
         load_client(environ={}, root_mount=str(tmp_path), service_account=str(tmp_path / "x"))
+
+
+def test_node_events_go_to_default_as_client_go_records_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go makeEvent: a cluster-scoped involvedObject's Event is in "default"."""
+    monkeypatch.setenv("POD_NAMESPACE", "mcd")
+    monkeypatch.delenv("MCD_EVENT_NAMESPACE", raising=False)
+    assert default_namespace() == "default"
+    monkeypatch.setenv("MCD_EVENT_NAMESPACE", "openshift-machine-config-operator")
+    assert default_namespace() == "openshift-machine-config-operator"
