@@ -35,7 +35,7 @@ def test_single_node_cluster_reboots_without_draining(
     node.wait_reboot()
     assert not node.node().get("spec", {}).get("unschedulable")
     assert "web-0" in kube_cluster.pods_on(node.name)  # nothing evicted
-    assert [e["message"] for e in node.events("Drain")] == ["Drain not required, skipping"]
+    assert _messages(node, "Drain") == ["Drain not required, skipping"]
     assert not node.events("Cordon")
     node.reboot()
     node.wait_state("Done", new)
@@ -60,7 +60,7 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
         f"unexpected on-disk state validating against {new}: "
         f'expected target osImageURL "{IMAGE_B}", have "{IMAGE_A}"'
     )
-    assert node.events("OnDiskStateValidationFailed")
+    assert _messages(node, "OnDiskStateValidationFailed")
     assert node.reboots_requested() == 4
     assert node.current_on_disk() == old
     node.set_desired(old)  # the admin goes back: the node recovers by itself
@@ -91,7 +91,7 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     restarts = [c for c in node.bus.calls("RestartUnit") if "app.service" in json.dumps(c)]
     assert restarts, node.bus.calls()
     assert "Node disruption policies from MachineConfiguration/cluster" in node.log()
-    assert [e["message"] for e in node.events("ServiceRestart")] == [
+    assert _messages(node, "ServiceRestart") == [
         "Config changes do not require reboot. Service app.service was restarted."
     ]
 
@@ -142,7 +142,7 @@ def test_first_update_after_install_is_planned_against_the_install_config(
     assert node.annotations()[Annotation.CURRENT_CONFIG] == name
     assert not node.path(INITIAL_ANNOTATIONS).exists()
     assert json.loads(node.path(INITIAL_ANNOTATIONS_BAK).read_text()) == initial
-    assert node.events("ConfigDriftMonitorStarted")  # drift watched from the first boot
+    assert _messages(node, "ConfigDriftMonitorStarted")  # drift watched from the first boot
     new = kube_cluster.name("rendered-worker-2")
     create_config(kube_cluster, worker(new, secret='{"auths":{}}'))
     node.set_desired(new)
@@ -153,7 +153,10 @@ def test_first_update_after_install_is_planned_against_the_install_config(
     assert not node.events("Drain")
 
 
-def _messages(node: AgentNode, reason: str) -> list[str]:
+def _messages(node: AgentNode, reason: str, at_least: int = 1) -> list[str]:
+    """The messages of ``reason`` Events, once ``at_least`` arrived (they are sent in the
+    background, so they may land just after the annotation a test waited for)."""
+    node.wait_for(lambda: len(node.events(reason)) >= at_least, 15, f"{reason} Events")
     return [e["message"] for e in node.events(reason)]
 
 
@@ -183,7 +186,7 @@ def test_os_update_events_as_upstream_applyOSChanges(
         f"OS upgrade skipped; new MachineConfig ({third}) has same OS image ({IMAGE_B}) "
         f"as old MachineConfig ({new})"
     ]
-    assert "Changing kernel arguments" in _messages(node, "OSUpdateStarted")
+    assert "Changing kernel arguments" in _messages(node, "OSUpdateStarted", 2)
     assert len(_messages(node, "InClusterUpgrade")) == 1
     assert old != new
 
@@ -204,6 +207,7 @@ def test_skip_reboot_and_failed_service_reload_events(
         file_entry("/etc/containers/policy.json", "{}")]))  # fmt: skip
     node.set_desired(third)
     node.wait_state("Degraded")
+    _messages(node, "FailedServiceReload")
     (failed,) = node.events("FailedServiceReload")
     assert failed["type"] == "Warning"
     assert failed["message"].startswith("Reloading service crio.service failed. Error: ")
