@@ -19,7 +19,7 @@ import logging
 from contextlib import nullcontext
 
 from mcd.agent import bootretry
-from mcd.agent.bootstrap import finish_bootstrap, load_node_annotations
+from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
 from mcd.agent.journal import Journal
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
@@ -69,6 +69,8 @@ def boot(ctx: Context, node: Obj) -> None:
         return
     current = current_config(ctx, node)
     set_log_fields(MCD_CONFIG=current.name)
+    if outcome is None and bootstrap_pivot(ctx, current):
+        return
     desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
     if outcome is Outcome.BOOTED_OLD:
         attempt = bootretry.record(ctx.host.root, desired)

@@ -212,3 +212,31 @@ def test_skip_reboot_and_failed_service_reload_events(
     assert failed["type"] == "Warning"
     assert failed["message"].startswith("Reloading service crio.service failed. Error: ")
     assert "reloading crio.service configuration failed" in node.reason()
+
+
+def test_bootstrap_pivot_to_the_install_configs_image(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """checkStateOnFirstRun, bootstrapping: the boot image is older than the config's."""
+    node = make_node()
+    name = kube_cluster.name("rendered-worker-1")
+    node.provision(worker(name))  # installed from the boot image (IMAGE_A)
+    create_config(kube_cluster, worker(name, image=IMAGE_B))  # the cluster renders IMAGE_B
+    node.path(CURRENT_CONFIG_PATH).unlink()
+    initial = {Annotation.CURRENT_CONFIG: name, Annotation.DESIRED_CONFIG: name,
+               Annotation.STATE: "Done"}  # fmt: skip
+    node.path(INITIAL_ANNOTATIONS).write_text(json.dumps(initial))
+    node.start()
+    node.wait_reboot()
+    assert "Bootstrap pivot required to: " + IMAGE_B in node.log()
+    assert node.path(INITIAL_ANNOTATIONS).exists()  # kept until the node validates
+    node.reboot()
+    node.wait_ready()
+    node.wait_for(lambda: node.path(INITIAL_ANNOTATIONS_BAK).exists(), 30, "bootstrap done")
+    node.wait_state("Done", name)
+    booted = next(d for d in node.rpm()["deployments"] if d["booted"])
+    assert booted["container-image-reference"].endswith(IMAGE_B)
+    assert node.current_on_disk() == name
+    assert node.path(INITIAL_ANNOTATIONS_BAK).exists()
+    assert not node.path(INITIAL_ANNOTATIONS).exists()
+    assert node.reboots_requested() == 1
