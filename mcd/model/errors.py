@@ -57,18 +57,13 @@ class UnreconcilableError(Exception):
     ``str()`` is the full reason in upstream wording.
     """
 
-    def __init__(self, old_name: str, new_name: str, detail: str, *, parse: bool = False) -> None:
+    def __init__(self, old_name: str, new_name: str, detail: str) -> None:
         self.old_name = old_name
         self.new_name = new_name
         self.detail = detail
-        # Upstream IsComponentConfigsReconcilable: a config that does not parse is reported
-        # before isConfigReconcilable's "new machineconfig ... is not reconcilable" wrapper.
-        against = (
-            "" if parse
-            else f"new machineconfig {goquote(old_name)} is not reconcilable against "
-            f"{goquote(new_name)}: "
-        )  # fmt: skip
         super().__init__(
             f"can't reconcile config {old_name} with {new_name}: "
-            f"configs {old_name}, {new_name} are not reconcilable: {against}{detail}"
+            f"configs {old_name}, {new_name} are not reconcilable: "
+            f"new machineconfig {goquote(old_name)} is not reconcilable against "
+            f"{goquote(new_name)}: {detail}"
         )

@@ -23,7 +23,7 @@ from mcd.model.errors import UnreconcilableError
 from mcd.model.kargs import rpm_ostree_kargs
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.policy import DEFAULT_POLICIES, Action, ActionType, DisruptionPolicies
-from mcd.model.reconcile import Overrides, check_reconcilable
+from mcd.model.reconcile import Overrides, check_diffable, check_reconcilable
 
 
 class Cost(IntEnum):
@@ -127,6 +127,7 @@ def make_plan(
     table instead of node disruption policies. An unreconcilable change yields a
     plan with ``reconcilable=False``, the upstream reason and no actions.
     """
+    check_diffable(old)
     if node_fips is not None and new.fips == node_fips:
         # Upstream checkFIPS sets the current config's FIPS to the node's before diffing.
         old = dataclasses.replace(old, fips=node_fips)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcd.model import validate
-from mcd.model.errors import UnreconcilableError
+from mcd.model.errors import ConfigError, UnreconcilableError
 from mcd.model.ignition import FixedSections, IgnitionConfig, Passwd
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.text import goquote
@@ -48,19 +48,20 @@ def check_reconcilable(
     ``node_fips`` is the node's ``/proc/sys/crypto/fips_enabled`` when known: the
     daemon compares the new config with the node, not with the old config.
     """
-    old_problems = validate.problems(old.ignition, "spec.config")
-    if old_problems:
-        # Upstream parses the old config with Ignition's validating parser first.
-        raise UnreconcilableError(
-            old.name,
-            new.name,
-            f"parsing old Ignition config from machineconfig {goquote(old.name)} failed: "
-            + "; ".join(old_problems),
-            parse=True,
-        )
     detail = unreconcilable_detail(old, new, overrides or Overrides(), node_fips)
     if detail:
         raise UnreconcilableError(old.name, new.name, detail)
+
+
+def check_diffable(old: MachineConfig) -> None:
+    """Upstream ``update()`` starts with ``newMachineConfigDiff``, whose Ignition parser
+    validates the old config too: an invalid one fails the update (``Degraded``)."""
+    problems = validate.problems(old.ignition, "spec.config")
+    if problems:
+        raise ConfigError(
+            "could not calculate config diff: parsing old Ignition config failed with error: "
+            + "; ".join(problems)
+        )
 
 
 def unreconcilable_detail(

@@ -101,6 +101,15 @@ def _file_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
                 f"{fld}.mode: invalid mode {gooctal(file.mode)} for {file.path}, "
                 f"cannot exceed {gooctal(MAX_FILE_MODE)}"
             )
+        if cfg.version not in V2_VERSIONS:
+            # Ignition v3 File.validateOverwrite / Resource.Validate (upstream's parser)
+            if file.overwrite and file.contents.source is None:
+                yield f"{fld}.overwrite: overwrite must be false if source is unspecified"
+            if file.contents.verification is not None and file.contents.source is None:
+                yield (
+                    f"{fld}.contents.verification.hash: "
+                    "source must be specified if verification is specified"
+                )
         yield from _owner_problems(file.user, f"{fld}.user", file.path)
         yield from _owner_problems(file.group, f"{fld}.group", file.path)
         yield from _contents_problems(file.contents, f"{fld}.contents", file.path)

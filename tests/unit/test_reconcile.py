@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd.model.errors import UnreconcilableError
+from mcd.model.errors import ConfigError, UnreconcilableError
 from mcd.model.plan import make_plan
 from mcd.model.reconcile import Overrides, StorageOverrides, check_reconcilable
 from tests.builders import file_entry, mc
@@ -111,14 +111,14 @@ def test_unreconcilable_plan_has_no_actions() -> None:
 
 
 def test_invalid_old_ignition_is_refused_when_diffing() -> None:
-    """Upstream IsComponentConfigsReconcilable: ParseAndConvertConfig(old) validates it."""
+    """Upstream update() -> newMachineConfigDiff: ParseAndConvertConfig(old) validates it; the
+    update fails (Degraded), before any reconcilability check."""
     old = mc("old", files=[file_entry("etc/relative", "x")])
     new = mc("new", files=[file_entry("/etc/foo", "x")])
-    plan = make_plan(old, new)
-    assert not plan.reconcilable
-    assert plan.reason == (
-        "can't reconcile config old with new: configs old, new are not reconcilable: "
-        'parsing old Ignition config from machineconfig "old" failed: '
+    with pytest.raises(ConfigError) as e:
+        make_plan(old, new)
+    assert str(e.value) == (
+        "could not calculate config diff: parsing old Ignition config failed with error: "
         'spec.config.storage.files[0].path: path not absolute: "etc/relative"'
     )
 
