@@ -203,6 +203,8 @@ def render_report(r: NodeReport) -> str:
             f"reboot {'yes' if p['reboot'] else 'no'}, drain {'yes' if p['drain'] else 'no'}; "
             f"files {counts}"
         )
+        if p.get("policySource"):
+            lines.append(f"                 node disruption policies: {p['policySource']}")
         if not p["reconcilable"]:
             lines.append(f"                 not reconcilable: {p['reason']}")
     elif r.plan_error:

@@ -81,6 +81,10 @@ def test_plan_from_cluster_uses_the_same_source(kube_cluster: TestCluster) -> No
     )
     assert status.exit_code == 0, status.output
     assert json.loads(status.output)["plan"]["actions"] == plan["actions"]
+    human = runner.invoke(
+        cli, ["status", "--node", node, "--kubeconfig", str(kube_cluster.kubeconfig)]
+    )
+    assert f"node disruption policies: {SOURCE}" in human.output
     missing = runner.invoke(
         cli, ["plan", "--from-cluster", "nope", "--kubeconfig", str(kube_cluster.kubeconfig)]
     )
