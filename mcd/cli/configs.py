@@ -12,7 +12,6 @@ import click
 from mcd.cli.common import (
     EXIT_MISMATCH,
     EXIT_OK,
-    EXIT_USAGE,
     config_file,
     existing_root,
     fail,
@@ -82,11 +81,11 @@ def plan(
 
     if node_name is not None:
         if old is not None or policy_file is not None or force or legacy:
-            fail("--from-cluster takes no OLD/NEW, --policy, --force or --legacy", EXIT_USAGE)
+            raise click.UsageError("--from-cluster takes no OLD/NEW, --policy, --force or --legacy")
         result = cluster_plan(node_name, kubeconfig)
     else:
         if old is None or new is None:
-            fail("give OLD and NEW, or --from-cluster NODE", EXIT_USAGE)
+            raise click.UsageError("plan needs OLD and NEW, --pool POOL or --from-cluster NODE")
         policies = DEFAULT_POLICIES
         if policy_file is not None:
             try:
