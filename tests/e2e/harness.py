@@ -87,12 +87,10 @@ class AgentNode:
         self.cluster = cluster
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.root = workdir / "root"
-        make_root(self.root)
+        self.root = self.make_host()
         self.new_boot_id()
         self.rpm_state = workdir / "rpm-ostree.json"
         rpm_ostree.save(self.rpm_state, rpm_ostree.new_state(image))
-        self.bus = SystemdBus(workdir / "bus", self.root).start()
         self.name = cluster.node(base)
         self.drain_mode = drain_mode
         self.extra_args = extra_args
@@ -104,13 +102,25 @@ class AgentNode:
 
     # -- the node's host -------------------------------------------------------------------
 
+    def make_host(self) -> Path:
+        """The node's root and its systemd: a temp root and the D-Bus test service here;
+        ``tests/real`` overrides it with a real systemd in a container."""
+        root = self.workdir / "root"
+        make_root(root)
+        self.bus = SystemdBus(self.workdir / "bus", root).start()
+        return root
+
+    @property
+    def bus_address(self) -> str:
+        return self.bus.address
+
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "KUBECONFIG")}
         env.update(
             PATH=f"{BIN}:{env['PATH']}",
             MCD_FAKE_RPMOSTREE_STATE=str(self.rpm_state),
             MCD_TEST_PYTHON=sys.executable,
-            DBUS_SYSTEM_BUS_ADDRESS=self.bus.address,
+            DBUS_SYSTEM_BUS_ADDRESS=self.bus_address,
             PYTHONUNBUFFERED="1",
             PYTHONPATH=str(REPO),
         )
@@ -137,7 +147,7 @@ class AgentNode:
         source.write_text(json.dumps(doc))
         saved = {k: os.environ.get(k) for k in ("PATH", "MCD_FAKE_RPMOSTREE_STATE")}
         os.environ.update(self.env())
-        client = DBusSystemd(self.bus.address)
+        client = DBusSystemd(self.bus_address)
         try:
             once_from(str(source), node_for(Root(self.root), client), skip_reboot=True)
         finally:

@@ -174,6 +174,12 @@ class SystemdContainer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def poll(self) -> int | None:
+        """The exit code if the container has ended on its own (recorded in ``exits``)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._ended(self._proc.returncode)
+        return None if self.running or not self.exits else self.exits[-1]
+
     def wait_exit(self, timeout: float = 60.0) -> int:
         """Wait for the container to end on its own (a reboot or poweroff inside); its exit code."""
         assert self._proc is not None
