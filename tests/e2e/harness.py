@@ -34,7 +34,7 @@ from mcd.cluster.node import annotations_of
 from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
-from tests.fakes import rpm_ostree
+from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
 
@@ -90,7 +90,9 @@ class AgentNode:
         self.root = self.make_host()
         self.new_boot_id()
         self.rpm_state = workdir / "rpm-ostree.json"
-        rpm_ostree.save(self.rpm_state, rpm_ostree.new_state(image))
+        # deployments in a real OSTree sysroot where the machine can (root, ostree installed)
+        self.sysroot = workdir / "sysroot" if ostree_sysroot.available() else None
+        rpm_ostree.save(self.rpm_state, rpm_ostree.new_state(image, sysroot=self.sysroot))
         self.name = cluster.node(base)
         self.drain_mode = drain_mode
         self.extra_args = extra_args
@@ -290,6 +292,8 @@ class AgentNode:
         with contextlib.suppress(Exception):
             self.kill()
         self.bus.stop()
+        if self.sysroot is not None:
+            ostree_sysroot.purge(self.sysroot)
 
 
 def create_config(cluster: TestCluster, doc: Obj) -> None:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from tests.e2e.harness import AgentNode
-from tests.fakes import rpm_ostree
+from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.real.systemd_container import REBOOT_EXIT, SystemdContainer
 
 CORE = {
@@ -77,3 +77,5 @@ class RealSystemdNode(AgentNode):
             self.kill()
         finally:
             self.container.close()
+            if self.sysroot is not None:
+                ostree_sysroot.purge(self.sysroot)
