@@ -168,7 +168,7 @@ class AgentNode:
             sys.executable, "-m", "mcd", "start",
             "--node-name", self.name,
             "--root-mount", str(self.root),
-            "--kubeconfig", str(self.cluster.kubeconfig),
+            "--kubeconfig", str(self.cluster.agent_kubeconfig),
             "--drain-mode", self.drain_mode,
             "--metrics-url", f"127.0.0.1:{self.metrics_port}",
             "--no-kubelet-healthz",

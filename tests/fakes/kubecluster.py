@@ -17,6 +17,7 @@ from typing import Any
 
 from mcd.cluster.api import ApiError, Kube, load_client
 from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.realcluster import AGENT_KUBECONFIG_ENV
 
 Obj = dict[str, Any]
 TEST_LABEL = {"mcd-test": "true"}
@@ -53,6 +54,9 @@ class TestCluster:
         else:
             self.fake = FakeApiServer().start()
             self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url)
+        # what the agents use: on a real cluster, a token of the ServiceAccount in daemonset/
+        agent = os.environ.get(AGENT_KUBECONFIG_ENV) if real else None
+        self.agent_kubeconfig = Path(agent) if agent else self.kubeconfig
         self.kube = Kube(load_client(str(self.kubeconfig)))
         self.kube.api.user_agent = TEST_USER_AGENT  # tell the tests' requests from the agent's
         self.suffix = uuid.uuid4().hex[:6]
