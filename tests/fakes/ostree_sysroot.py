@@ -17,12 +17,13 @@ from __future__ import annotations
 import configparser
 import hashlib
 import io
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from tests.real.cache import missing
 
 OSNAME = "rhcos"
 KERNEL = "5.14.0-570.el9.x86_64"
@@ -33,11 +34,8 @@ Deployment = dict[str, Any]
 
 
 def available() -> bool:
-    return (
-        os.geteuid() == 0
-        and shutil.which("ostree") is not None
-        and shutil.which("chattr") is not None
-    )
+    """Root with ``ostree`` installed, and real parts not turned off (``MCD_TEST_REAL_PARTS=0``)."""
+    return missing("ostree", "chattr") is None
 
 
 def _ostree(*args: str) -> str:
