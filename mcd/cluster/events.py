@@ -9,7 +9,6 @@ full queue drops the newest Event with a log line.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -81,7 +80,8 @@ EVENT_NAMESPACE_ENV = "MCD_EVENT_NAMESPACE"
 def default_namespace() -> str:
     """Where Node events go: ``default``, as client-go's recorder puts Events about a
     cluster-scoped object (upstream's, ``OSUpdateStaged`` included); ``$MCD_EVENT_NAMESPACE``
-    when configured."""
+    when configured. kube-apiserver refuses an Event about a Node in a namespace that is not
+    the Event's own involvedObject namespace (422), so the pod's namespace cannot be used."""
     return os.environ.get(EVENT_NAMESPACE_ENV) or "default"
 
 

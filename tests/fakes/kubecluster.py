@@ -111,6 +111,21 @@ class TestCluster:
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}},
         })  # fmt: skip
 
+    def budget_in_force(self, namespace: str, pdb: str) -> bool:
+        """The budget's status is computed for its current spec and it allows no disruption.
+
+        A real cluster needs a moment for that: the kubelet reports the pods Running and Ready,
+        then the disruption controller counts them (until then the pods are evictable)."""
+        got = self.kube.request(
+            "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{pdb}"
+        )
+        status = got.get("status") or {}
+        return (
+            status.get("observedGeneration") == got["metadata"].get("generation")
+            and status.get("currentHealthy", 0) >= 1
+            and status.get("disruptionsAllowed") == 0
+        )
+
     def set_min_available(self, namespace: str, pdb: str, value: int) -> None:
         """Loosen or tighten a budget, as an admin would to release a blocked drain."""
         self.kube.request(
