@@ -72,14 +72,22 @@ class RealClusterSession:
             raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
         return result.stdout
 
-    def _exists(self, path: str) -> bool:
-        try:
-            self.kube.request("GET", path)
-        except ApiError as e:
-            if e.status == 404:
-                return False
-            raise
-        return True
+    def _exists(self, path: str, timeout: float = 180.0) -> bool:
+        """Whether the object is there; one being deleted (a namespace terminating after the
+        last session) is waited for until it is gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                obj = self.kube.request("GET", path)
+            except ApiError as e:
+                if e.status == 404:
+                    return False
+                raise
+            if not obj["metadata"].get("deletionTimestamp"):
+                return True
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} still being deleted after {timeout}s")
+            time.sleep(0.5)
 
     def install(self) -> None:
         files = [REPO / "daemonset" / name for name in INSTALL]
@@ -160,3 +168,6 @@ class RealClusterSession:
         for path in reversed(self.created):
             with contextlib.suppress(ApiError):
                 self.kube.request("DELETE", path)
+        for path in self.created:  # leave the cluster as it was found, not half-deleted
+            with contextlib.suppress(ApiError, RuntimeError):
+                self._exists(path, timeout=60.0)
