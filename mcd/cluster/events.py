@@ -9,6 +9,7 @@ full queue drops the newest Event with a log line.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
