@@ -41,6 +41,8 @@ class RealSystemdNode(AgentNode):
         (root / "home/core").mkdir(parents=True, exist_ok=True)
         (root / "run/ostree-booted").write_text("")  # the agent's view of /run, beside the bus
         (root / "proc/sys/kernel/random").mkdir(parents=True, exist_ok=True)
+        (root / "proc/sys/crypto").mkdir(parents=True, exist_ok=True)
+        (root / "proc/sys/crypto/fips_enabled").write_text("0\n")  # as every RHCOS node has
         try:
             self.container.boot()
         except BaseException:
