@@ -375,7 +375,9 @@ def test_a_login_sets_ssh_accessed_once_and_counts_it(
 ) -> None:
     """Two logins this boot before the agent started: one annotation, two counted, and
     ``mcd status`` shows the login beside the state."""
-    node = make_node()
+    node = make_node(
+        fake_systemd=True
+    )  # logins come from a journal written here, not the container's
     write_logins(node.root / "run/log/journal", "logind:4", "logind:5", "fake:6")
     boot_on(node, kube_cluster)
     node.wait_for(lambda: node.annotations().get(Annotation.SSH) == "accessed", 10, "ssh=accessed")

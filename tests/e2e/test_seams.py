@@ -79,7 +79,7 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
         "/apis/operator.openshift.io/v1/machineconfigurations",
         status_object(user, generation=1, observed=1),
     )
-    node = make_node()
+    node = make_node(fake_systemd=True)  # reads the calls the D-Bus test service recorded
     boot_on(node, kube_cluster)
     new = kube_cluster.name("rendered-worker-2")
     create_config(kube_cluster, worker(new, app="threads=8\n"))
@@ -194,7 +194,7 @@ def test_os_update_events_as_upstream_applyOSChanges(
 def test_skip_reboot_and_failed_service_reload_events(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    node = make_node()
+    node = make_node(fake_systemd=True)  # a reload job made to fail: the D-Bus test service
     boot_on(node, kube_cluster)
     new = kube_cluster.name("rendered-worker-2")
     create_config(kube_cluster, worker(new, secret='{"auths":{}}'))  # default policy: None

@@ -214,7 +214,7 @@ def test_validation_checks_enablement_over_dbus(
     config.write_text(json.dumps(doc))
     args = ["validate", str(config), "--root", str(shared_systemd.root)]
     result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # not matching (README "Exit codes")
     assert f'unit "{on}" expected enabled=true, but systemd reports "disabled"' in result.output
     client.enable([on])
     client.disable([off])
