@@ -32,7 +32,6 @@ from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
-from mcd.model.validate import readonly_usr_paths
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
@@ -102,19 +101,13 @@ class Transaction:
     def run(self) -> Outcome:
         if not self.plan.reconcilable:
             raise UpdateError(self.plan.reason)
-        if self.node.root.exists(OSTREE_BOOTED):
-            readonly = readonly_usr_paths(self.new.ignition)
-            if readonly:
-                raise UpdateError(
-                    f"ignition file {readonly[0]} is on the read-only /usr of an ostree system "
-                    "(only /usr/local is writable)"
-                )
         if self.preflight:
             report = validate_on_disk(self.old, self.node.root, self.node.effects.systemd)
             if not report.ok:
                 raise UpdateError(report.reasons()[0])
         try:
-            self.node.effects.check_targets(self.new.ignition)
+            ostree = self.node.root.exists(OSTREE_BOOTED)
+            self.node.effects.check_targets(self.new.ignition, ostree=ostree)
         except HostError as e:
             raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
