@@ -89,16 +89,12 @@ def check_targets(root: Root, cfg: IgnitionConfig, *, ostree: bool) -> None:
         problem = resolver.file_problem(file.path, landed, ostree)
         if problem == READONLY_USR and landed == file.path:
             raise HostError(f"ignition file {file.path} {READONLY_USR}")
-        if problem is not None and landed == file.path:
-            raise HostError(f"{fld}: {problem}")
         if problem is not None:
-            raise HostError(
-                f"{fld}: {goquote(file.path)} resolves to {goquote(landed)} on this node: {problem}"
-            )
+            raise HostError(f"{fld}: {_where(file.path, landed, resolver)}{problem}")
         if landed in landed_at:
+            via = "" if landed == file.path else f" resolves to {goquote(landed)} on this node,"
             raise HostError(
-                f"{fld}: {goquote(file.path)} resolves to {goquote(landed)} on this node, "
-                f"the same file as {landed_at[landed]}"
+                f"{fld}: {goquote(file.path)}{via} is the same file as {landed_at[landed]}"
             )
         landed_at[landed] = f"storage.files[{i}] ({goquote(file.path)})"
     for i, unit in enumerate(cfg.units):
@@ -109,11 +105,19 @@ def check_targets(root: Root, cfg: IgnitionConfig, *, ostree: bool) -> None:
             if problem is None and ostree and on_readonly_usr(landed):
                 problem = READONLY_USR
             if problem is not None:
-                raise HostError(
-                    f"spec.config.systemd.units[{i}]: {goquote(path)} resolves to "
-                    f"{goquote(landed)} on this node: {problem}"
-                )
+                where = _where(path, landed, resolver)
+                raise HostError(f"spec.config.systemd.units[{i}]: {where}{problem}")
     _check_shapes(root, cfg)
+
+
+def _where(path: str, landed: str, resolver: Resolver) -> str:
+    """How ``path`` reaches the guarded place: through a symlink, or as another name of it."""
+    if landed != path:
+        return f"{goquote(path)} resolves to {goquote(landed)} on this node: "
+    canonical = resolver.canonical(landed)
+    if canonical != path:
+        return f"{goquote(path)} is {goquote(canonical)} on this node: "
+    return ""
 
 
 def _check_shapes(root: Root, cfg: IgnitionConfig) -> None:

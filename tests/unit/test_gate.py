@@ -139,7 +139,9 @@ def test_rhcos_links_are_clean_paths() -> None:
 @SETTINGS
 @given(st.integers(2**32 - 1, 2**80), st.sampled_from(["user", "group"]))
 def test_ids_past_the_range_are_refused(big: int, which: str) -> None:
-    found = problems_of(files=[file_entry("/etc/x", "x", **{which: {"id": big}})])
+    entry = file_entry("/etc/x", "x")
+    entry[which] = {"id": big}
+    found = problems_of(files=[entry])
     assert found == [
         f'spec.config.storage.files[0].{which}.id: id {big} out of range 0..4294967294 for "/etc/x"'
     ]
