@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent.journal import Journal
+from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
@@ -55,7 +55,7 @@ def boot(ctx: Context, node: Obj) -> None:
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
             )
-    except (UpdateError, LockBusy) as e:
+    except (UpdateError, LockBusy, StateError) as e:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcd.agent.handles import OSTREE_BOOTED, Node, current_config_on_disk
-from mcd.agent.journal import Journal
+from mcd.agent.journal import Journal, StateError
 from mcd.host.errors import HostError
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import DriftKind, validate_on_disk
@@ -41,7 +41,10 @@ class Restored:
 def config_of(node: Node, explicit: MachineConfig | None) -> MachineConfig:
     if explicit is not None:
         return explicit
-    found = current_config_on_disk(node.root)
+    try:
+        found = current_config_on_disk(node.root)
+    except StateError as e:
+        raise RestoreError(str(e)) from e
     if found is None:
         raise RestoreError(
             f"no current config: {CURRENT_CONFIG_PATH} does not exist; give --config"

@@ -21,14 +21,15 @@ from enum import StrEnum
 
 from mcd.agent import failpoints
 from mcd.agent.handles import OSTREE_BOOTED, Node
-from mcd.agent.journal import Entry, Journal, Phase
+from mcd.agent.journal import Entry, Journal, Phase, journal_configs
 from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.systemd import SystemdError
-from mcd.host.validation import validate_on_disk
+from mcd.host.validation import check_file, validate_on_disk
 from mcd.model.actions import executed_actions
+from mcd.model.errors import ConfigError
 from mcd.model.extensions import package_changes
-from mcd.model.machineconfig import load_machine_config
+from mcd.model.ignition import File
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
@@ -126,8 +127,8 @@ class Transaction:
                 self._mark(step)
                 failpoints.reach(step)
             return self._finish()
-        except (HostError, SystemdError, OSError) as e:
-            reason = str(e)
+        except Exception as e:  # anything at all: roll back, never leave the node half-updated
+            reason = failure_reason(e)
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
@@ -154,8 +155,9 @@ class Transaction:
 
     def _files(self) -> None:
         fx, new = self.node.effects, self.new
+        kept = set() if self.plan.force else set(self.old.ignition.files)
         fx.write_files(
-            new.ignition.files,
+            [f for f in new.ignition.files if f not in kept or self._drifted(f)],
             skip_certificate_write=self.skip_certificate_write,
             on_written=lambda n: failpoints.reach(f"files:{n}"),
         )
@@ -286,8 +288,8 @@ class Transaction:
             if step in undo:
                 try:
                     undo[step]()
-                except (HostError, SystemdError, OSError) as e:
-                    errors.append(f"error rolling back {step}: {e}")
+                except Exception as e:  # the journal stays: the next run finishes the rollback
+                    errors.append(f"error rolling back {step}: {failure_reason(e)}")
         if errors:
             raise UpdateError("; ".join(errors))
         try:  # a rollback after the commit (the reboot could not be requested) un-promotes
@@ -303,6 +305,16 @@ class Transaction:
         if self.node.rpm is not None:
             self.node.rpm.cleanup_pending()  # the booted deployment never changed
 
+    def _drifted(self, file: File) -> bool:
+        """Whether a file both configs agree on is no longer as they say. One that still is
+        is left alone by the update and by its rollback (it may be immutable; rewriting it
+        gains nothing). The force file rewrites everything."""
+        try:
+            data = file.data()
+        except ConfigError:
+            return True
+        return check_file(self.node.root, file.path, data, file.effective_mode) != ""
+
     def _undo_passwd(self) -> None:
         fx = self.node.effects
         fx.update_ssh_keys(self.old.ignition.passwd.users)
@@ -310,10 +322,20 @@ class Transaction:
 
     def _undo_files(self) -> None:
         fx, old = self.node.effects, self.old
-        fx.write_files(old.ignition.files, skip_certificate_write=self.skip_certificate_write)
+        kept = set(self.new.ignition.files)
+        touched = [f for f in old.ignition.files if f not in kept or self._drifted(f)]
+        fx.write_files(touched, skip_certificate_write=self.skip_certificate_write)
         names = set(self.plan.units.removed) | set(self.plan.units.changed)
         fx.write_units([u for u in old.ignition.units if u.name in names])
         fx.delete_stale_data(self.new.ignition, old.ignition)
+
+
+def failure_reason(e: BaseException) -> str:
+    """The words for a failed step: the host's own message, or the error's kind for a bug."""
+    if isinstance(e, (HostError, SystemdError, OSError, UpdateError)):
+        return str(e) or type(e).__name__
+    text = " ".join(str(e).split())[:300]
+    return f"unexpected {type(e).__name__}" + (f": {text}" if text else "")
 
 
 def recover(
@@ -328,7 +350,7 @@ def recover(
     if loaded is None:
         return None
     entry, old_doc, new_doc = loaded
-    old, new = load_machine_config(old_doc), load_machine_config(new_doc)
+    old, new = journal_configs(old_doc, new_doc)
     plan = make_plan(old, new, force=entry.force or force, legacy=True)
     actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
     plan = dataclasses.replace(plan, actions=actions)
