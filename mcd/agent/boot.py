@@ -35,6 +35,7 @@ from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.sealing import seal_state
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def boot(ctx: Context, node: Obj) -> None:
             writer_lock(ctx.host.root, "mcd start: boot checks", AGENT_LOCK_WAIT),
             ctx.guard.protect() if interrupted else nullcontext(),
         ):
+            seal_state(ctx.host.root)
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
             )

@@ -20,6 +20,7 @@ from mcd.cluster.node import annotations_of, node_path
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import make_plan
+from mcd.model.text import printable
 from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
 
 
@@ -165,7 +166,7 @@ def render_report(r: NodeReport) -> str:
     lines = [
         f"Node:            {r.node}",
         f"State:           {r.state}",
-        f"Reason:          {r.reason or '-'}",
+        f"Reason:          {printable(r.reason) or '-'}",
     ]
     if r.ssh == SSH_ACCESSED:  # beside the reason: drift and a login read together
         lines.append("Logins:          accessed (someone logged in since boot; files may have "

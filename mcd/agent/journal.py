@@ -16,6 +16,7 @@ from typing import Any
 from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
+from mcd.host.sealing import STATE_DIR_MODE, STATE_FILE_MODE, seal_state
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 
@@ -89,13 +90,14 @@ class Journal:
         return entry, docs[0], docs[1]
 
     def begin(self, entry: Entry, old_doc: bytes, new_doc: bytes) -> None:
-        fsops.write_file(self.root, OLD_DOC, old_doc)
-        fsops.write_file(self.root, NEW_DOC, new_doc)
+        fsops.write_file(self.root, OLD_DOC, old_doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+        fsops.write_file(self.root, NEW_DOC, new_doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
         self.save(entry)
+        seal_state(self.root)
 
     def save(self, entry: Entry) -> None:
         data = json.dumps(asdict(entry), indent=1).encode()
-        fsops.write_file(self.root, JOURNAL, data)
+        fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
 
     def clear(self) -> None:
         fsops.remove(self.root, JOURNAL)  # the journal goes first: it is what recovery reads

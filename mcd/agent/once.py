@@ -27,6 +27,7 @@ from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
+from mcd.host.sealing import seal_state
 from mcd.host.systemd import SystemdManager
 from mcd.host.systemd import connect as connect_systemd
 from mcd.host.validation import validate_on_disk
@@ -111,6 +112,7 @@ def run_once(source: str, node: Node, skip_reboot: bool = False) -> OnceResult:
 
 def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) -> OnceResult:
     root = node.root
+    seal_state(root)
     force = root.exists(FORCE_FILE)
     interrupted = Journal(root).load()
     recovered = recover(node, skip_reboot=skip_reboot, force=force)

@@ -29,12 +29,10 @@ from mcd.agent.transaction import recover
 from mcd.host import fsops
 from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
+from mcd.host.sealing import ABANDONED, STATE_FILE_MODE
 from mcd.model import gate
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
-
-ABANDONED = ".abandoned"
-STATE_MODE = 0o600
 
 
 class RecoveryError(Exception):
@@ -121,5 +119,5 @@ def set_current(root: Root, data: bytes, source: str) -> str:
                     f"{CURRENT_CONFIG_PATH} is readable (config {found[0].name}); "
                     "refusing to replace it"
                 )
-        fsops.write_file(root, CURRENT_CONFIG_PATH, data, mode=STATE_MODE)
+        fsops.write_file(root, CURRENT_CONFIG_PATH, data, mode=STATE_FILE_MODE)
     return f"wrote {source} ({mc.name}) as {CURRENT_CONFIG_PATH}"

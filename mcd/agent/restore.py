@@ -19,6 +19,7 @@ from mcd.agent.handles import OSTREE_BOOTED, Node, current_config_on_disk
 from mcd.agent.journal import Journal, StateError
 from mcd.host.errors import HostError
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.sealing import seal_state
 from mcd.host.validation import DriftKind, validate_on_disk
 from mcd.model import gate
 from mcd.model.gate import GateError
@@ -67,6 +68,7 @@ def restore(
 def _restore(
     node: Node, paths: Sequence[str], config: MachineConfig | None
 ) -> tuple[MachineConfig, list[Restored], list[str]]:
+    seal_state(node.root)
     if Journal(node.root).pending():
         raise RestoreError(
             "an update is in progress (/etc/machine-config-daemon/transaction.json); "

@@ -24,6 +24,7 @@ from mcd.agent.handles import OSTREE_BOOTED, Node
 from mcd.agent.journal import Entry, Journal, Phase, journal_configs
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.sealing import STATE_FILE_MODE, seal_state
 from mcd.host.systemd import SystemdError
 from mcd.host.validation import check_file, validate_on_disk
 from mcd.model.actions import executed_actions
@@ -244,9 +245,10 @@ class Transaction:
         return Outcome.DONE
 
     def _commit(self) -> None:
-        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc)
+        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc, STATE_FILE_MODE)
         failpoints.reach("commit")
         self.journal.clear()
+        seal_state(self.node.root)  # orig/ and noorig/ may have been created by this update
         log.info("Update to %s complete; currentconfig promoted", self.new.name)
 
     def _reboot(self, committed: bool = False) -> Outcome:
@@ -297,7 +299,7 @@ class Transaction:
         except (OSError, HostError):
             promoted = False
         if promoted:
-            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc)
+            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc, STATE_FILE_MODE)
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)
 

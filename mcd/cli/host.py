@@ -29,6 +29,7 @@ from mcd.cli.common import (
 )
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
+from mcd.model.text import printable
 
 
 @click.command("once-from")
@@ -160,9 +161,9 @@ def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None
     finally:
         node.effects.systemd.close()
     for item in restored:
-        say(f"restored {item.path}: was {item.problem}")
+        say(f"restored {printable(item.path)}: was {item.problem}")
     for path in clean:
-        say(f"unchanged {path}: already matches {mc.name}")
+        say(f"unchanged {printable(path)}: already matches {mc.name}")
     if not restored and not clean:
         say(f"nothing to restore: the node matches {mc.name}")
 

@@ -13,6 +13,7 @@ from mcd.model import gate
 from mcd.model.errors import UnreconcilableError
 from mcd.model.ignition import FixedSections, IgnitionConfig, Passwd
 from mcd.model.machineconfig import MachineConfig
+from mcd.model.text import printable
 from mcd.model.vocabulary import FORCE_FILE
 
 SUPPORTED_EXTENSIONS = gate.SUPPORTED_EXTENSIONS
@@ -109,7 +110,7 @@ def _fixed_detail(old: FixedSections, new: FixedSections, storage: StorageOverri
 def _files_detail(new: IgnitionConfig) -> str:
     for file in new.files:
         if file.append:
-            return f"ignition file {file.path} includes append"
+            return f"ignition file {printable(file.path)} includes append"
         if file.path == FORCE_FILE:
             return f"cannot create {FORCE_FILE} via Ignition"
     return ""

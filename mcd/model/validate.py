@@ -16,7 +16,7 @@ from mcd.model.guards import UNIT_SUFFIXES, file_guard, length_problem, on_reado
 from mcd.model.guards import spelling_problem as path_spelling_problem
 from mcd.model.ignition import MAX_FILE_MODE, Contents, IgnitionConfig, Owner
 from mcd.model.ignition_parse import V2_VERSIONS
-from mcd.model.text import gooctal, goquote
+from mcd.model.text import gooctal, goquote, printable
 from mcd.model.values import control_problem, text_problem
 from mcd.model.vocabulary import dropin_path, unit_path
 
@@ -75,7 +75,7 @@ def _file_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
             yield f"{fld}.path: {goquote(file.path)} conflicts with a systemd unit or dropin"
         if file.mode is not None and not 0 <= file.mode <= MAX_FILE_MODE:
             yield (
-                f"{fld}.mode: invalid mode {gooctal(file.mode)} for {file.path}, "
+                f"{fld}.mode: invalid mode {gooctal(file.mode)} for {printable(file.path)}, "
                 f"cannot exceed {gooctal(MAX_FILE_MODE)}"
             )
         yield from _owner_problems(file.user, f"{fld}.user", file.path)
