@@ -286,12 +286,14 @@ class Transaction:
             Step.FILES.value: self._undo_files,
         }
         errors = []
+        failpoints.reach("rollback:begin")
         for step in reversed(self.entry.started):
             if step in undo:
                 try:
                     undo[step]()
                 except Exception as e:  # the journal stays: the next run finishes the rollback
                     errors.append(f"error rolling back {step}: {failure_reason(e)}")
+                failpoints.reach(f"rollback:{step}")
         if errors:
             raise UpdateError("; ".join(errors))
         try:  # a rollback after the commit (the reboot could not be requested) un-promotes
