@@ -29,7 +29,7 @@ from mcd.model.guards import (
 )
 from mcd.model.ignition import IgnitionConfig
 from mcd.model.text import goquote
-from mcd.model.vocabulary import FORCE_FILE, SYSTEMD_UNIT_DIR, dropin_path, unit_path
+from mcd.model.vocabulary import FORCE_FILE, dropin_path, unit_path
 
 READONLY_USR = "is on the read-only /usr of an ostree system (only /usr/local is writable)"
 
@@ -39,7 +39,6 @@ class Resolver:
 
     def __init__(self, root: Root) -> None:
         self.root = root
-        self.unit_dir = self._land(SYSTEMD_UNIT_DIR, follow_last=True)
         self.special = [
             (self._land(p, follow_last=p in STATE_PATHS), p)
             for p in (FORCE_FILE, *SSH_KEY_PATHS, *STATE_PATHS)
@@ -73,7 +72,7 @@ class Resolver:
         return landed
 
     def file_problem(self, path: str, landed: str, ostree: bool) -> str | None:
-        problem = file_guard(self.canonical(landed), self.unit_dir)
+        problem = file_guard(self.canonical(landed))
         if problem is None and ostree and on_readonly_usr(landed):
             problem = READONLY_USR
         return problem
@@ -83,10 +82,20 @@ def check_targets(root: Root, cfg: IgnitionConfig, *, ostree: bool) -> None:
     """Raise ``HostError`` naming the field for the first target this node cannot take."""
     resolver = Resolver(root)
     landed_at: dict[str, str] = {}
+    unit_targets = {
+        resolver.land(path)
+        for unit in cfg.units
+        for path in (
+            *((unit_path(unit.name),) if unit.contents or unit.mask else ()),
+            *(dropin_path(unit.name, d.name) for d in unit.dropins),
+        )
+    }
     for i, file in enumerate(cfg.files):
         fld = f"spec.config.storage.files[{i}].path"
         landed = resolver.land(file.path)
         problem = resolver.file_problem(file.path, landed, ostree)
+        if problem is None and landed in unit_targets:
+            problem = f"{goquote(landed)} conflicts with a systemd unit or dropin"
         if problem == READONLY_USR and landed == file.path:
             raise HostError(f"ignition file {file.path} {READONLY_USR}")
         if problem is not None:

@@ -22,7 +22,6 @@ from mcd.model.vocabulary import (
     NOORIG_DIR,
     ORIG_DIR,
     SSH_KEY_PATH,
-    SYSTEMD_UNIT_DIR,
 )
 
 KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
@@ -120,23 +119,7 @@ def on_readonly_usr(path: str) -> bool:
     return under(path, "/usr") and not under(path, WRITABLE_USR)
 
 
-def is_unit_location(path: str, unit_dir: str = SYSTEMD_UNIT_DIR) -> bool:
-    """Where a unit file (``<dir>/x.service``) or a dropin (``<dir>/x.service.d/y.conf``) lives."""
-    parent, name = posixpath.split(path)
-    if parent == unit_dir and posixpath.splitext(name)[1] in UNIT_SUFFIXES:
-        return True
-    grand, unit_d = posixpath.split(parent)
-    return (
-        grand == unit_dir
-        and unit_d.endswith(".d")
-        and posixpath.splitext(unit_d[:-2])[1] in UNIT_SUFFIXES
-        and name.endswith(".conf")
-    )
-
-
-def file_guard(
-    path: str, unit_dir: str = SYSTEMD_UNIT_DIR, *, force_file: bool = True
-) -> str | None:
+def file_guard(path: str, *, force_file: bool = True) -> str | None:
     """Why a storage.files entry may not write the clean node path ``path``, or None.
 
     ``/usr`` is left to :func:`on_readonly_usr`: it is read-only only on ostree systems.
@@ -156,8 +139,6 @@ def file_guard(
             f"{goquote(path)} conflicts with the SSH keys of user core "
             "(set passwd.users[].sshAuthorizedKeys)"
         )
-    if is_unit_location(path, unit_dir):
-        return f"{goquote(path)} conflicts with a systemd unit or dropin"
     return None
 
 

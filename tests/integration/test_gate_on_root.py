@@ -159,9 +159,28 @@ def test_symlinked_parents_never_carry_a_write_past_a_guard(
     assert not inside.startswith(("proc/", "sys/", "dev/", "etc/machine-config-daemon/orig"))
     assert not inside.startswith("usr/") or inside.startswith("usr/local/")
     assert inside not in ("run/machine-config-daemon-force", "run/machine-config-daemon.lock")
-    assert not inside.startswith("etc/systemd/system/x.service")
     keys = root / "var/home/core/.ssh/authorized_keys.d/ignition"
     assert keys.read_text().strip() == KEY
     current = json.loads((root / CURRENT_CONFIG_PATH.lstrip("/")).read_text())
     assert current["metadata"]["name"] == "rendered-worker-2"
     assert landed.read_text() == "planted\n"
+
+
+def test_a_file_landing_on_a_unit_of_the_config_is_refused(node: Path) -> None:
+    (node / "etc/systemd/alias").symlink_to("system")
+    files = [file_entry("/etc/app.conf", "a\n"), file_entry("/etc/systemd/alias/app.service", "x")]
+    with pytest.raises(UpdateError) as refused:
+        apply(node, doc("rendered-worker-2", files))
+    assert str(refused.value) == (
+        'spec.config.storage.files[1].path: "/etc/systemd/alias/app.service" resolves to '
+        '"/etc/systemd/system/app.service" on this node: "/etc/systemd/system/app.service" '
+        "conflicts with a systemd unit or dropin"
+    )
+    assert (node / "etc/systemd/system/app.service").read_text() == UNIT
+
+
+def test_upstreams_kubelet_dropin_file_is_written(node: Path) -> None:
+    dropin = "/etc/systemd/system/kubelet.service.d/20-logging.conf"
+    files = [file_entry("/etc/app.conf", "a\n"), file_entry(dropin, "[Service]\n")]
+    assert apply(node, doc("rendered-worker-2", files)) is Outcome.REBOOT_PENDING
+    assert (node / dropin.lstrip("/")).read_text() == "[Service]\n"
