@@ -55,12 +55,14 @@ class Resolver:
     def land(self, path: str) -> str:
         """Where a write of ``path`` lands (parents followed; a symlink at the end is replaced)."""
         try:
-            fsops.target_path(self.root, path)  # refuses escapes with the usual words
+            host = fsops.target_path(self.root, path)  # refuses escapes with the usual words
         except OSError as e:
             if e.errno != errno.ELOOP:
                 raise
             raise HostError(f"refusing to write {path}: too many levels of symlinks") from e
-        return self._land(path)
+        if self.root.path == "/":
+            return host
+        return host[len(self.root.path) :] or "/"
 
     def canonical(self, landed: str) -> str:
         """``landed`` named the way the guards know it (``/var/home/core/...`` -> ``/home/...``)."""
