@@ -159,6 +159,8 @@ def test_a_corrupt_journal_is_one_clear_line_every_time_until_recovered(
     entry = {"old": "rendered-worker-1", "new": "rendered-worker-1", "phase": "applying"}
     (root / JOURNAL.lstrip("/")).write_text(json.dumps(entry))
     (root / path.lstrip("/")).write_bytes(data)
+    for planted in (JOURNAL, OLD_DOC, NEW_DOC):  # as mcd writes them (else the start seals them)
+        (root / planted.lstrip("/")).chmod(0o600)
     new = write(tmp_path, doc("rendered-worker-2", "two\n"))
     before = snapshot(root)
     for _ in range(2):  # the same line, not a traceback, on every run
