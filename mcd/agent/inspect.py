@@ -190,12 +190,12 @@ def render_report(r: NodeReport) -> str:
             f"files {counts}"
         )
         if not p["reconcilable"]:
-            lines.append(f"                 not reconcilable: {p['reason']}")
+            lines.append(f"                 not reconcilable: {printable(p['reason'])}")
     elif r.plan_error:
-        lines.append(f"Pending update:  cannot plan: {r.plan_error}")
+        lines.append(f"Pending update:  cannot plan: {printable(r.plan_error)}")
     else:
         lines.append("Pending update:  none")
     lines.append("Recent events:" if r.events else "Recent events:   none")
     for e in r.events:
-        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {e['message']}")
+        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {printable(e['message'])}")
     return "\n".join(lines) + "\n"
