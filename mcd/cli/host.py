@@ -200,7 +200,7 @@ def recover_command(root: Path, action: str | None, current_file: Path | None) -
         else:
             lines, ok = recovery.inspect(node_root)
             for line in lines:
-                click.echo(line)
+                say(line)
             if not ok:
                 sys.exit(EXIT_ERROR)
     except (recovery.RecoveryError, UpdateError, HostError, StateError) as e:
