@@ -82,7 +82,7 @@ def test_no_command_output_carries_a_secret(tmp_path: Path) -> None:
     # drift on a private file, then restore: reasons name the file, never its bytes
     (root / "etc/app/db.conf").write_text("password=MARKER-DB-drifted\n")
     code, out = run("validate", str(one), "--root", str(root))
-    assert code == 1 and 'content mismatch for file "/etc/app/db.conf"' in out
+    assert code == 2 and 'content mismatch for file "/etc/app/db.conf"' in out
     outputs.append(out)
     code, out = run("restore", "--root", str(root))
     assert code == 0 and "restored /etc/app/db.conf" in out
