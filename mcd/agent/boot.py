@@ -20,7 +20,7 @@ from contextlib import nullcontext
 
 from mcd.agent import bootretry
 from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
-from mcd.agent.journal import Journal
+from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
@@ -39,6 +39,7 @@ from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
 from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.sealing import seal_state
 from mcd.host.validation import unexpected_state
 from mcd.model.text import goquote
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
@@ -59,10 +60,11 @@ def boot(ctx: Context, node: Obj) -> None:
             writer_lock(ctx.host.root, "mcd start: boot checks", AGENT_LOCK_WAIT),
             ctx.guard.protect() if interrupted else nullcontext(),
         ):
+            seal_state(ctx.host.root)
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
             )
-    except (UpdateError, LockBusy) as e:
+    except (UpdateError, LockBusy, StateError) as e:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True

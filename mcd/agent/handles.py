@@ -6,10 +6,12 @@ import json
 import logging
 from dataclasses import dataclass
 
+from mcd.agent.journal import StateError
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
+from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
@@ -67,12 +69,31 @@ class Node:
             return ""
 
 
+CURRENT_RECOVERY = (
+    "if the node is on a known rendered config, write it back with `mcd recover --current CONFIG`"
+)
+
+
 def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
+    """The node's ``currentconfig`` and its bytes; None when there is none.
+
+    An unreadable or corrupt one is a :class:`StateError` naming the file and the way out.
+    """
     try:
         data = root.read_bytes(CURRENT_CONFIG_PATH)
     except FileNotFoundError:
         return None
-    return load_machine_config(data), data
+    except (OSError, HostError) as e:
+        why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        raise StateError(
+            f"unreadable state file {CURRENT_CONFIG_PATH}: {why}; {CURRENT_RECOVERY}"
+        ) from e
+    try:
+        return load_machine_config(data), data
+    except ConfigError as e:
+        raise StateError(
+            f"corrupt state file {CURRENT_CONFIG_PATH}: {e}; {CURRENT_RECOVERY}"
+        ) from e
 
 
 def document_of(mc: MachineConfig, raw: bytes | None) -> bytes:

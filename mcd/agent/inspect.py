@@ -21,6 +21,7 @@ from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.text import printable
 from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
 
 
@@ -180,7 +181,7 @@ def render_report(r: NodeReport) -> str:
     lines = [
         f"Node:            {r.node}",
         f"State:           {r.state}",
-        f"Reason:          {r.reason or '-'}",
+        f"Reason:          {printable(r.reason) or '-'}",
     ]
     if r.ssh == SSH_ACCESSED:  # beside the reason: drift and a login read together
         lines.append("Logins:          accessed (someone logged in since boot; files may have "
@@ -206,12 +207,12 @@ def render_report(r: NodeReport) -> str:
         if p.get("policySource"):
             lines.append(f"                 node disruption policies: {p['policySource']}")
         if not p["reconcilable"]:
-            lines.append(f"                 not reconcilable: {p['reason']}")
+            lines.append(f"                 not reconcilable: {printable(p['reason'])}")
     elif r.plan_error:
-        lines.append(f"Pending update:  cannot plan: {r.plan_error}")
+        lines.append(f"Pending update:  cannot plan: {printable(r.plan_error)}")
     else:
         lines.append("Pending update:  none")
     lines.append("Recent events:" if r.events else "Recent events:   none")
     for e in r.events:
-        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {e['message']}")
+        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {printable(e['message'])}")
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from mcd.agent import bootretry
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.journal import StateError
 from mcd.agent.metrics import Metrics
 from mcd.agent.status import NodeStatus
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
@@ -103,7 +104,10 @@ def current_config(ctx: Context, node: Obj) -> Config:
     """The on-disk ``currentconfig`` is the truth; else the annotation's MachineConfig; a node
     that has neither was never configured and starts from the empty config."""
     annotation = annotations_of(node).get(Annotation.CURRENT_CONFIG, "")
-    on_disk = current_config_on_disk(ctx.host.root)
+    try:
+        on_disk = current_config_on_disk(ctx.host.root)
+    except StateError as e:  # Degraded with the file and the way out; never a traceback
+        raise SyncError(str(e)) from e
     if on_disk is not None:
         mc, document = on_disk
         if annotation and annotation != mc.name:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
+from mcd.host.lock import LOCK_PATH
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, PULL_SECRET, worker
@@ -182,9 +183,11 @@ def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(
 
 
 def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file's mode and bytes; the writer lock's file (who last held it) is left out."""
     out = {}
+    lock = root / LOCK_PATH.lstrip("/")
     for path in sorted(root.rglob("*")):
-        if path.name == "machine-config-daemon.lock":  # the writers' lock names its holder
+        if path == lock:
             continue
         if path.is_file() and not path.is_symlink() and "proc" not in path.parts:
             out[str(path.relative_to(root))] = (path.stat().st_mode, path.read_bytes())
