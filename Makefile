@@ -38,8 +38,9 @@ bench-ratios:
 # Every fault against every update kind, the bad-input corpus and 10,000 generated configs;
 # the test suite runs a reduced matrix and 2,000 configs.
 faults:
-	MCD_FAULTS=full MCD_GENERATED_CONFIGS=10000 $(BIN)/pytest -p no:cacheprovider -q \
-		tests/faults tests/integration/test_bad_corpus.py tests/integration/test_generated_configs.py
+	MCD_FAULTS=full MCD_GENERATED_CONFIGS=10000 MCD_ROLLBACK_CRASHES=50 $(BIN)/pytest \
+		-p no:cacheprovider -q tests/faults tests/integration/test_bad_corpus.py \
+		tests/integration/test_generated_configs.py tests/integration/test_crash_matrix.py
 
 scale:
 	$(BIN)/python -m bench.scale

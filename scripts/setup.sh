@@ -23,11 +23,27 @@ python3 - >/dev/null 2>&1 <<'PY' || apt_packages+=(python3-dev)
 import os, sysconfig
 raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
 PY
-if ((${#apt_packages[@]})); then
+# The real parts the suite runs when root (tests/realparts): systemd as PID 1 of an nspawn
+# container (systemd-container, debootstrap for its cached rootfs), OSTree deployments in a temp
+# sysroot (ostree), and the Containerfile built and run (podman, buildah, runc). Installed
+# without recommends: libnss-mymachines would edit /etc/nsswitch.conf.
+real_parts=()
+if [ "$(id -u)" -eq 0 ] && [ -z "${MCD_NO_REAL_PARTS:-}" ]; then
+    for pkg in systemd-container debootstrap ostree podman buildah runc; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || real_parts+=("$pkg")
+    done
+fi
+if ((${#apt_packages[@]} + ${#real_parts[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_packages[@]}"
+    apt=($sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
+    "${apt[@]}" update -qq
+    if ((${#apt_packages[@]})); then
+        "${apt[@]}" install -y -qq "${apt_packages[@]}"
+    fi
+    if ((${#real_parts[@]})); then
+        "${apt[@]}" install -y -qq --no-install-recommends "${real_parts[@]}"
+    fi
 fi
 
 python3 - <<'PY'

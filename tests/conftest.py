@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,22 @@ import pytest
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
+from tests.fakes.realcluster import RealClusterSession
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``MCD_TEST_KUBECONFIG``: install what the suites need in that cluster, remove it after."""
+    real = os.environ.get("MCD_TEST_KUBECONFIG")
+    if not real:
+        yield
+        return
+    session = RealClusterSession(Path(real), tmp_path_factory.mktemp("realcluster"))
+    try:
+        session.install()
+        yield
+    finally:
+        session.close()
 
 
 @pytest.fixture(autouse=True)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent import owed
-from mcd.agent.journal import Journal
+from mcd.agent import bootretry, owed
+from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
+from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
@@ -31,6 +32,7 @@ from mcd.agent.update import (
     before_reboot,
     complete_update,
     current_config,
+    fetch_config,
     start_drift_monitor,
     trigger_update,
     validate_current,
@@ -38,14 +40,19 @@ from mcd.agent.update import (
 from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.sealing import seal_state
 from mcd.host.systemd import SystemdError
+from mcd.host.validation import unexpected_state
+from mcd.model.text import goquote
 from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
 
 log = logging.getLogger(__name__)
 
 
 def boot(ctx: Context, node: Obj) -> None:
+    node = load_node_annotations(ctx, node)
     annotations = annotations_of(node)
     if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
         log.info("Node %s has rebooted", ctx.node_name)
@@ -58,10 +65,11 @@ def boot(ctx: Context, node: Obj) -> None:
             writer_lock(ctx.host.root, "mcd start: boot checks", AGENT_LOCK_WAIT),
             ctx.guard.protect() if interrupted else nullcontext(),
         ):
+            seal_state(ctx.host.root)
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
             )
-    except (UpdateError, LockBusy) as e:
+    except (UpdateError, LockBusy, StateError) as e:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
@@ -70,11 +78,20 @@ def boot(ctx: Context, node: Obj) -> None:
         reboot_again(ctx, still_owed)
         return
     current = current_config(ctx, node)
+    set_log_fields(MCD_CONFIG=current.name)
+    if outcome is None and bootstrap_pivot(ctx, current):
+        return
     desired = annotations.get(Annotation.DESIRED_CONFIG) or current.name
     if outcome is Outcome.BOOTED_OLD:
+        attempt = bootretry.record(ctx.host.root, desired)
+        if attempt > bootretry.MAX_RETRIES:
+            reason = _booted_old_reason(ctx, desired)
+            bootretry.give_up(ctx.host.root, desired, reason)
+            ctx.events.record(Reason.ON_DISK_STATE_VALIDATION_FAILED, reason)
+            raise SyncError(reason)
         message = (
             f"Node {ctx.node_name} booted the previous deployment instead of the one staged "
-            f"for {desired}; retrying the update"
+            f"for {desired}; retrying the update ({attempt} of {bootretry.MAX_RETRIES})"
         )
         log.warning("%s", message)
         ctx.events.record(Reason.BOOT_RESYNC, message)
@@ -91,6 +108,7 @@ def boot(ctx: Context, node: Obj) -> None:
         start_drift_monitor(ctx, current.mc, problem)
         raise SyncError(problem)
     log.info("Validated on-disk state")
+    finish_bootstrap(ctx)
     if current.name == desired:
         if outcome is Outcome.DONE:
             log.info("Completing update to target MachineConfig: %s", desired)
@@ -125,3 +143,14 @@ def reboot_again(ctx: Context, record: owed.Owed) -> None:
         ctx.metrics.reboots_failed.inc()
         raise SyncError(f"reboot command failed, something is seriously wrong: {e}") from e
     ctx.reboot_queued = True
+
+
+def _booted_old_reason(ctx: Context, desired: str) -> str:
+    """Upstream's reason for a node on the wrong deployment (``validateOnDiskState``)."""
+    have = ctx.host.rpm.booted_image() if ctx.host.rpm is not None else ""
+    want = fetch_config(ctx, desired).mc.os_image_url
+    if want and want != have:
+        return unexpected_state(
+            desired, f"expected target osImageURL {goquote(want)}, have {goquote(have)}"
+        )
+    return unexpected_state(desired, "the deployment staged for it did not boot")

@@ -38,6 +38,7 @@ from types import FrameType
 from typing import TypeVar
 
 from mcd.agent.boot import boot
+from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.http import StatusServer
@@ -118,7 +119,7 @@ class Agent:
     def __init__(self, options: Options, kube: Kube | None = None) -> None:
         self.options = options
         name = options.node_name
-        self.kube = kube or Kube(load_client(options.kubeconfig))
+        self.kube = kube or Kube(load_client(options.kubeconfig, root_mount=options.root_mount))
         root = Root(options.root_mount)
         host = node_for(root)
         writer = NodeWriter(self.kube, name)
@@ -419,6 +420,7 @@ class Agent:
         self._start("lease", lambda: self.lease.keep(self.stop, self._lease_lost))
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
+        self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", self._poll_kubelet)
         if self.logins is not None:

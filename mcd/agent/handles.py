@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
+from mcd.agent.journal import StateError
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
+from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
+
+log = logging.getLogger(__name__)
 
 OSTREE_BOOTED = "/run/ostree-booted"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+FIPS_ENABLED = "/proc/sys/crypto/fips_enabled"
 
 
 @dataclass
@@ -28,6 +35,33 @@ class Node:
     def ostree(self) -> bool:
         return self.rpm is not None and self.root.exists(OSTREE_BOOTED)
 
+    def fips(self) -> bool | None:
+        """Upstream ``processFips``: the node's FIPS mode, None when the file is absent.
+
+        A value ``strconv.ParseBool`` would refuse is a ``HostError``."""
+        try:
+            text = self.root.read_bytes(FIPS_ENABLED).decode("ascii", "replace")
+        except FileNotFoundError:
+            log.info("no %s on this system, skipping FIPS check", FIPS_ENABLED)
+            return None
+        except OSError as e:
+            raise HostError(f"error reading FIPS file at {FIPS_ENABLED}: {e}") from e
+        value = text.removesuffix("\n")
+        if value in ("1", "t", "T", "true", "TRUE", "True"):
+            return True
+        if value in ("0", "f", "F", "false", "FALSE", "False"):
+            return False
+        raise HostError(
+            f"error parsing FIPS file at {FIPS_ENABLED}: strconv.ParseBool: parsing "
+            f"{goquote(value)}: invalid syntax"
+        )
+
+    def fips_for(self, new: MachineConfig) -> bool:
+        """The FIPS value to plan with: the node's; with no FIPS file upstream skips the
+        check, which is planning as if the node already had ``new``'s setting."""
+        fips = self.fips()
+        return new.fips if fips is None else fips
+
     def boot_id(self) -> str:
         try:
             return self.root.read_bytes(BOOT_ID).decode().strip()
@@ -35,12 +69,31 @@ class Node:
             return ""
 
 
+CURRENT_RECOVERY = (
+    "if the node is on a known rendered config, write it back with `mcd recover --current CONFIG`"
+)
+
+
 def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
+    """The node's ``currentconfig`` and its bytes; None when there is none.
+
+    An unreadable or corrupt one is a :class:`StateError` naming the file and the way out.
+    """
     try:
         data = root.read_bytes(CURRENT_CONFIG_PATH)
     except FileNotFoundError:
         return None
-    return load_machine_config(data), data
+    except (OSError, HostError) as e:
+        why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        raise StateError(
+            f"unreadable state file {CURRENT_CONFIG_PATH}: {why}; {CURRENT_RECOVERY}"
+        ) from e
+    try:
+        return load_machine_config(data), data
+    except ConfigError as e:
+        raise StateError(
+            f"corrupt state file {CURRENT_CONFIG_PATH}: {e}; {CURRENT_RECOVERY}"
+        ) from e
 
 
 def document_of(mc: MachineConfig, raw: bytes | None) -> bytes:

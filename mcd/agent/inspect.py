@@ -17,9 +17,11 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import CORDONED_BY
 from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
+from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
-from mcd.model.plan import make_plan
+from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.text import printable
 from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
 
 
@@ -103,11 +105,25 @@ def _plan(kube: Kube, current: str, desired: str) -> tuple[dict[str, Any] | None
     if not desired or desired == current:
         return None, ""
     try:
-        old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
-        new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
-    except (MachineConfigNotFound, ConfigError) as e:
+        return plan_between(kube, current, desired).to_json(), ""
+    except (MachineConfigNotFound, ConfigError, PoliciesNotReady) as e:
         return None, str(e)
-    return make_plan(old, new).to_json(), ""
+
+
+def plan_between(kube: Kube, current: str, desired: str) -> UpdatePlan:
+    """The plan the agent would make: both configs and the policies read from the cluster."""
+    old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
+    new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
+    return make_plan(old, new, cluster_policies(kube, timeout=0))
+
+
+def pending_plan(kube: Kube, node: str) -> UpdatePlan:
+    """``mcd plan --from-cluster NODE``: the node's currentConfig -> desiredConfig."""
+    a = annotations_of(kube.request("GET", node_path(node)))
+    current = a.get(Annotation.CURRENT_CONFIG, "")
+    if not current:
+        raise ConfigError(f"node {node} has no {Annotation.CURRENT_CONFIG} annotation")
+    return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current)
 
 
 def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
@@ -165,7 +181,7 @@ def render_report(r: NodeReport) -> str:
     lines = [
         f"Node:            {r.node}",
         f"State:           {r.state}",
-        f"Reason:          {r.reason or '-'}",
+        f"Reason:          {printable(r.reason) or '-'}",
     ]
     if r.ssh == SSH_ACCESSED:  # beside the reason: drift and a login read together
         lines.append("Logins:          accessed (someone logged in since boot; files may have "
@@ -188,13 +204,15 @@ def render_report(r: NodeReport) -> str:
             f"reboot {'yes' if p['reboot'] else 'no'}, drain {'yes' if p['drain'] else 'no'}; "
             f"files {counts}"
         )
+        if p.get("policySource"):
+            lines.append(f"                 node disruption policies: {p['policySource']}")
         if not p["reconcilable"]:
-            lines.append(f"                 not reconcilable: {p['reason']}")
+            lines.append(f"                 not reconcilable: {printable(p['reason'])}")
     elif r.plan_error:
-        lines.append(f"Pending update:  cannot plan: {r.plan_error}")
+        lines.append(f"Pending update:  cannot plan: {printable(r.plan_error)}")
     else:
         lines.append("Pending update:  none")
     lines.append("Recent events:" if r.events else "Recent events:   none")
     for e in r.events:
-        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {e['message']}")
+        lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {printable(e['message'])}")
     return "\n".join(lines) + "\n"

@@ -27,12 +27,14 @@ from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
+from mcd.host.sealing import seal_state
 from mcd.host.systemd import SystemdManager
 from mcd.host.systemd import connect as connect_systemd
 from mcd.host.validation import validate_on_disk
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import make_plan
+from mcd.model.text import printable
 from mcd.model.vocabulary import FORCE_FILE
 
 log = logging.getLogger(__name__)
@@ -82,16 +84,17 @@ class OnceResult:
         """What happened, in words that never call a config applied unless it is current."""
         lines = []
         if self.recovered is not None:
-            what = self.recovered_update
+            what = printable(self.recovered_update)
             lines.append(f"finished an interrupted update {what}: {self.recovered}")
-        outcome, name = self.outcome, self.config
+        outcome, name = self.outcome, printable(self.config)
         if self.applied:
             lines.append(f"{outcome}: {name} applied to {root}")
         elif self.recovered is not None and outcome is self.recovered:
             lines.append(f"not applied: {name}: reboot first, then run once-from again")
         elif outcome is Outcome.DONE:
-            lines.append(f"not applied: {name}: the current config is {self.current or 'none'}")
-        elif self.current == name:
+            current = printable(self.current) or "none"
+            lines.append(f"not applied: {name}: the current config is {current}")
+        elif self.current == self.config:
             lines.append(f"{outcome}: {name} applied to {root}; a reboot completes it")
         else:
             lines.append(f"{outcome}: {name} staged in {root}; current after the reboot")
@@ -111,6 +114,7 @@ def run_once(source: str, node: Node, skip_reboot: bool = False) -> OnceResult:
 
 def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) -> OnceResult:
     root = node.root
+    seal_state(root)
     force = root.exists(FORCE_FILE)
     interrupted = Journal(root).load()
     recovered = recover(node, skip_reboot=skip_reboot, force=force)
@@ -125,7 +129,7 @@ def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) 
         return result(recovered)  # the interrupted update needs its reboot first
     current = current_config_on_disk(root)
     old, old_doc = current if current else (empty_machine_config(), None)
-    plan = make_plan(old, new, force=force, legacy=True)
+    plan = make_plan(old, new, force=force, legacy=True, node_fips=node.fips_for(new))
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
         log.info("Force file %s consumed", FORCE_FILE)

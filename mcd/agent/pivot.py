@@ -15,6 +15,7 @@ from mcd.host.errors import HostError
 from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
+from mcd.model.values import control_problem
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,10 @@ def pivot(root: Root, rpm: RpmOstree, image: str | None) -> PivotResult:
 def _pivot(root: Root, rpm: RpmOstree, image: str | None) -> PivotResult:
     from_file = image is None
     target = image or read_pullspec(root)
+    bad = control_problem(target)
+    if bad:
+        where = PULLSPEC if from_file else "the image argument"
+        raise HostError(f"invalid image reference in {where}: {bad}")
     changed = rpm.rebase(target)
     if changed and from_file:
         fsops.remove(root, PULLSPEC)

@@ -15,11 +15,14 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcd.agent.handles import Node, current_config_on_disk
-from mcd.agent.journal import Journal
+from mcd.agent.handles import OSTREE_BOOTED, Node, current_config_on_disk
+from mcd.agent.journal import Journal, StateError
 from mcd.host.errors import HostError
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.sealing import seal_state
 from mcd.host.validation import DriftKind, validate_on_disk
+from mcd.model import gate
+from mcd.model.gate import GateError
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, dropin_path, unit_path
 
@@ -39,7 +42,10 @@ class Restored:
 def config_of(node: Node, explicit: MachineConfig | None) -> MachineConfig:
     if explicit is not None:
         return explicit
-    found = current_config_on_disk(node.root)
+    try:
+        found = current_config_on_disk(node.root)
+    except StateError as e:
+        raise RestoreError(str(e)) from e
     if found is None:
         raise RestoreError(
             f"no current config: {CURRENT_CONFIG_PATH} does not exist; give --config"
@@ -62,12 +68,18 @@ def restore(
 def _restore(
     node: Node, paths: Sequence[str], config: MachineConfig | None
 ) -> tuple[MachineConfig, list[Restored], list[str]]:
+    seal_state(node.root)
     if Journal(node.root).pending():
         raise RestoreError(
             "an update is in progress (/etc/machine-config-daemon/transaction.json); "
             "let it finish before restoring files"
         )
     mc = config_of(node, config)
+    try:  # the same gate as every update: restore writes what the config says
+        gate.admit(mc)
+        node.effects.check_targets(mc.ignition, ostree=node.root.exists(OSTREE_BOOTED))
+    except (GateError, HostError) as e:
+        raise RestoreError(str(e)) from e
     files = {f.path: f for f in mc.ignition.files}
     units = {unit_path(u.name): u for u in mc.ignition.units}
     for u in mc.ignition.units:

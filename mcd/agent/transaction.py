@@ -19,20 +19,22 @@ import logging
 from collections.abc import Callable
 from enum import StrEnum
 
-from mcd.agent import failpoints, owed
+from mcd.agent import failpoints, owed, update_events
 from mcd.agent.handles import OSTREE_BOOTED, Node
-from mcd.agent.journal import Entry, Journal, Phase
+from mcd.agent.journal import Entry, Journal, Phase, journal_configs
+from mcd.cluster.events import Reason
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.sealing import STATE_FILE_MODE, seal_state
 from mcd.host.systemd import SystemdError
-from mcd.host.validation import validate_on_disk
+from mcd.host.validation import check_file, validate_on_disk
 from mcd.model.actions import executed_actions
+from mcd.model.errors import ConfigError
 from mcd.model.extensions import package_changes
-from mcd.model.machineconfig import load_machine_config
+from mcd.model.ignition import File
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
-from mcd.model.validate import readonly_usr_paths
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,7 @@ class Transaction:
         preflight: bool = True,
         before_reboot: Callable[[str], None] | None = None,
         offline_root: bool = False,
+        record: update_events.Record | None = None,
     ) -> None:
         """``offline_root``: the root is an image no systemd runs (``once-from`` into a
         directory): actions that need a running manager (reload, restart, daemon-reload)
@@ -83,6 +86,7 @@ class Transaction:
         self.offline_root = offline_root
         self.skipped: list[str] = []
         self.before_reboot = before_reboot
+        self.record = record
         self.plan = plan
         self.old, self.new = plan.old, plan.new
         self.old_doc, self.new_doc = old_doc, new_doc
@@ -102,19 +106,13 @@ class Transaction:
     def run(self) -> Outcome:
         if not self.plan.reconcilable:
             raise UpdateError(self.plan.reason)
-        if self.node.root.exists(OSTREE_BOOTED):
-            readonly = readonly_usr_paths(self.new.ignition)
-            if readonly:
-                raise UpdateError(
-                    f"ignition file {readonly[0]} is on the read-only /usr of an ostree system "
-                    "(only /usr/local is writable)"
-                )
         if self.preflight:
             report = validate_on_disk(self.old, self.node.root, self.node.effects.systemd)
             if not report.ok:
                 raise UpdateError(report.reasons()[0])
         try:
-            self.node.effects.check_targets(self.new.ignition)
+            ostree = self.node.root.exists(OSTREE_BOOTED)
+            self.node.effects.check_targets(self.new.ignition, ostree=ostree)
         except HostError as e:
             raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
@@ -133,8 +131,8 @@ class Transaction:
                 self._mark(step)
                 failpoints.reach(step)
             return self._finish()
-        except (HostError, SystemdError, OSError) as e:
-            reason = str(e)
+        except Exception as e:  # anything at all: roll back, never leave the node half-updated
+            reason = failure_reason(e)
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
@@ -161,8 +159,9 @@ class Transaction:
 
     def _files(self) -> None:
         fx, new = self.node.effects, self.new
+        kept = set() if self.plan.force else set(self.old.ignition.files)
         fx.write_files(
-            new.ignition.files,
+            [f for f in new.ignition.files if f not in kept or self._drifted(f)],
             skip_certificate_write=self.skip_certificate_write,
             on_written=lambda n: failpoints.reach(f"files:{n}"),
         )
@@ -188,6 +187,7 @@ class Transaction:
         rpm = self.node.rpm
         assert rpm is not None
         d, old, new = self.plan.diff, self.old, self.new
+        self._emit(update_events.os_started(self.plan))
         rpm.cleanup_pending()
         if d.os_update:
             rpm.rebase(new.os_image_url)
@@ -202,6 +202,12 @@ class Transaction:
             rpm.update_extensions(install, uninstall)
         staged = rpm.status().staged
         self.entry.staged = staged.checksum if staged else ""
+        self._emit(update_events.os_finished(self.plan))
+
+    def _emit(self, events: list[tuple[Reason, str]]) -> None:
+        for reason, message in events:
+            if self.record is not None:
+                self.record(reason, message)
 
     def _actions(self) -> None:
         actions = executed_actions(self.plan.actions)
@@ -231,11 +237,17 @@ class Transaction:
                 elif action.type is ActionType.DAEMON_RELOAD:
                     systemd.daemon_reload()
             except SystemdError as e:
+                failed = update_events.action_failed(action, str(e))
+                self._emit([failed] if failed else [])
                 if action.type is ActionType.RESTART:
                     what = f"restarting {service} service failed"
                 else:
                     what = f"reloading {service or 'systemd'} configuration failed"
                 raise SystemdError(f"could not apply update: {what}. Error: {e}") from e
+            done = update_events.action_done(action)
+            self._emit([done] if done else [])
+            if action.type is ActionType.NONE:
+                log.info("Node has Desired Config %s, skipping reboot", self.new.name)
 
     def _finish(self) -> Outcome:
         if self.entry.reboot and not self.skip_reboot:
@@ -252,9 +264,10 @@ class Transaction:
         return Outcome.DONE
 
     def _commit(self) -> None:
-        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc)
+        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc, STATE_FILE_MODE)
         failpoints.reach("commit")
         self.journal.clear()
+        seal_state(self.node.root)  # orig/ and noorig/ may have been created by this update
         log.info("Update to %s complete; currentconfig promoted", self.new.name)
 
     def _reboot(self, committed: bool = False) -> Outcome:
@@ -296,12 +309,14 @@ class Transaction:
             Step.FILES.value: self._undo_files,
         }
         errors = []
+        failpoints.reach("rollback:begin")
         for step in reversed(self.entry.started):
             if step in undo:
                 try:
                     undo[step]()
-                except (HostError, SystemdError, OSError) as e:
-                    errors.append(f"error rolling back {step}: {e}")
+                except Exception as e:  # the journal stays: the next run finishes the rollback
+                    errors.append(f"error rolling back {step}: {failure_reason(e)}")
+                failpoints.reach(f"rollback:{step}")
         if errors:
             raise UpdateError("; ".join(errors))
         try:  # a rollback after the commit (the reboot could not be requested) un-promotes
@@ -309,7 +324,7 @@ class Transaction:
         except (OSError, HostError):
             promoted = False
         if promoted:
-            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc)
+            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc, STATE_FILE_MODE)
         owed.clear(self.node.root)  # back on the old config: no reboot is owed
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)
@@ -318,6 +333,16 @@ class Transaction:
         if self.node.rpm is not None:
             self.node.rpm.cleanup_pending()  # the booted deployment never changed
 
+    def _drifted(self, file: File) -> bool:
+        """Whether a file both configs agree on is no longer as they say. One that still is
+        is left alone by the update and by its rollback (it may be immutable; rewriting it
+        gains nothing). The force file rewrites everything."""
+        try:
+            data = file.data()
+        except ConfigError:
+            return True
+        return check_file(self.node.root, file.path, data, file.effective_mode) != ""
+
     def _undo_passwd(self) -> None:
         fx = self.node.effects
         fx.update_ssh_keys(self.old.ignition.passwd.users)
@@ -325,10 +350,20 @@ class Transaction:
 
     def _undo_files(self) -> None:
         fx, old = self.node.effects, self.old
-        fx.write_files(old.ignition.files, skip_certificate_write=self.skip_certificate_write)
+        kept = set(self.new.ignition.files)
+        touched = [f for f in old.ignition.files if f not in kept or self._drifted(f)]
+        fx.write_files(touched, skip_certificate_write=self.skip_certificate_write)
         names = set(self.plan.units.removed) | set(self.plan.units.changed)
         fx.write_units([u for u in old.ignition.units if u.name in names])
         fx.delete_stale_data(self.new.ignition, old.ignition)
+
+
+def failure_reason(e: BaseException) -> str:
+    """The words for a failed step: the host's own message, or the error's kind for a bug."""
+    if isinstance(e, (HostError, SystemdError, OSError, UpdateError)):
+        return str(e) or type(e).__name__
+    text = " ".join(str(e).split())[:300]
+    return f"unexpected {type(e).__name__}" + (f": {text}" if text else "")
 
 
 def recover(
@@ -343,8 +378,10 @@ def recover(
     if loaded is None:
         return None
     entry, old_doc, new_doc = loaded
-    old, new = load_machine_config(old_doc), load_machine_config(new_doc)
-    plan = make_plan(old, new, force=entry.force or force, legacy=True)
+    old, new = journal_configs(old_doc, new_doc)
+    plan = make_plan(
+        old, new, force=entry.force or force, legacy=True, node_fips=node.fips_for(new)
+    )
     actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
     plan = dataclasses.replace(plan, actions=actions)
     txn = Transaction(

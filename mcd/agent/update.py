@@ -15,10 +15,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mcd.agent import owed
+from mcd.agent import bootretry, owed
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.journal import StateError
 from mcd.agent.metrics import Metrics
 from mcd.agent.status import NodeStatus
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
@@ -27,19 +28,21 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import DrainAbandoned, Drainer, DrainError
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.host import fsops
 from mcd.host.errors import HostError
+from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
-from mcd.model.errors import ConfigError
+from mcd.model.errors import ConfigError, PolicyError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.policy import DisruptionPolicies
 from mcd.model.text import goquote
-from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState
+from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState, drain_required
 
 log = logging.getLogger(__name__)
 
-FIPS_ENABLED = "/proc/sys/crypto/fips_enabled"
 AGENT_LOCK_WAIT = 60.0
 """Seconds an update waits for another writer (``mcd restore``, ``once-from``) to finish."""
 
@@ -155,7 +158,10 @@ def current_config(ctx: Context, node: Obj) -> Config:
     """The on-disk ``currentconfig`` is the truth; else the annotation's MachineConfig; a node
     that has neither was never configured and starts from the empty config."""
     annotation = annotations_of(node).get(Annotation.CURRENT_CONFIG, "")
-    on_disk = current_config_on_disk(ctx.host.root)
+    try:
+        on_disk = current_config_on_disk(ctx.host.root)
+    except StateError as e:  # Degraded with the file and the way out; never a traceback
+        raise SyncError(str(e)) from e
     if on_disk is not None:
         mc, document = on_disk
         if annotation and annotation != mc.name:
@@ -171,11 +177,14 @@ def current_config(ctx: Context, node: Obj) -> Config:
     return Config(empty, document_of(empty, None))
 
 
-def node_fips(ctx: Context) -> bool | None:
+def disruption_policies(ctx: Context) -> DisruptionPolicies:
+    """The cluster's node disruption policies (MachineConfiguration/cluster, else defaults)."""
     try:
-        return ctx.host.root.read_bytes(FIPS_ENABLED).strip() == b"1"
-    except (OSError, HostError):
-        return None
+        return cluster_policies(ctx.kube)
+    except PoliciesNotReady as e:
+        raise SyncError(str(e)) from e
+    except PolicyError as e:
+        raise SyncError(f"invalid MachineConfiguration/cluster: {e}") from e
 
 
 def validate_current(ctx: Context, mc: MachineConfig) -> str:
@@ -202,17 +211,25 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
 def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
 ) -> Outcome:
+    set_log_fields(MCD_CONFIG=desired_name)  # journald: the config being applied
     desired = fetch_config(ctx, desired_name)
     try:
         with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
-            return _update(ctx, current, desired, preflight)
+            return _update(ctx, current, desired, preflight, drain_required(annotations_of(node)))
     except LockBusy as e:
         raise SyncError(str(e)) from e
 
 
-def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> Outcome:
+def _update(
+    ctx: Context, current: Config, desired: Config, preflight: bool, may_drain: bool
+) -> Outcome:
     root = ctx.host.root
     force = root.exists(FORCE_FILE)
+    if force:
+        bootretry.clear(root)
+    gave_up = bootretry.given_up(root, desired.name)
+    if gave_up:  # the node kept booting the old deployment for this config
+        raise SyncError(gave_up)
     if force:
         log.info("Skipping preflight config drift check; %s present", FORCE_FILE)
     elif preflight:
@@ -222,7 +239,11 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
             log.error("Preflight config drift check failed: %s", reason)
             ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
             raise SyncError(reason)
-    plan = make_plan(current.mc, desired.mc, force=force, node_fips=node_fips(ctx))
+    policies = disruption_policies(ctx)
+    plan = make_plan(
+        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc)
+    )
+    log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         raise Unreconcilable(plan.reason)
@@ -235,7 +256,7 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
             "Starting update from %s to %s: %s",
             current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
         )  # fmt: skip
-        outcome = _run(ctx, plan, current, desired)
+        outcome = _run(ctx, plan, current, desired, may_drain)
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
         log.info("reboot successful")
@@ -249,8 +270,13 @@ def _update(ctx: Context, current: Config, desired: Config, preflight: bool) -> 
     return outcome
 
 
-def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Outcome:
-    if plan.drain:
+def _run(
+    ctx: Context, plan: UpdatePlan, current: Config, desired: Config, may_drain: bool = True
+) -> Outcome:
+    if plan.drain and not may_drain:  # upstream performDrain on a SingleReplica cluster
+        log.info("Drain not required, skipping")
+        ctx.events.record(Reason.DRAIN, "Drain not required, skipping")
+    elif plan.drain:
         check = TargetCheck(ctx, desired, plan.force)
         try:
             ctx.drainer.drain(desired.name, check)
@@ -274,6 +300,7 @@ def _run(ctx: Context, plan: UpdatePlan, current: Config, desired: Config) -> Ou
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
         before_reboot=lambda rationale: before_reboot(ctx, rationale),
+        record=ctx.events.record,
     )  # fmt: skip
     try:
         outcome = txn.run()
@@ -329,6 +356,8 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     ctx.events.record(
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {mc.name} to Done"
     )
+    bootretry.clear(ctx.host.root)
+    set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)

@@ -49,6 +49,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "restore_command",
         "Rewrite drifted managed files with their exact bytes, mode and owner.",
     ),
+    "recover": (
+        "mcd.cli.host",
+        "recover_command",
+        "Inspect mcd's state files; finish or abandon an interrupted update.",
+    ),
     "start": (
         "mcd.cli.agent",
         "start_command",

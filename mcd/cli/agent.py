@@ -83,7 +83,9 @@ def start_command(
     -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start.
     """
     level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
-    configure_logging(level, log_format=log_format)
+    configure_logging(
+        level, fields={"MCD_NODE": node_name} if node_name else None, log_format=log_format
+    )
     if not node_name:
         raise click.UsageError("--node-name (or $NODE_NAME) is required")
     options = Options(
@@ -107,7 +109,7 @@ def start_command(
 )
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
 @click.option(
-    "--namespace", help="Where the node's Events are (default: $POD_NAMESPACE or default)."
+    "--namespace", help="Where the node's Events are (default: $MCD_EVENT_NAMESPACE or default)."
 )
 @click.option("--events", "event_count", type=int, default=10, show_default=True,
               help="How many of the node's last Events to show.")  # fmt: skip

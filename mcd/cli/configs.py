@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,7 @@ from mcd.cli.common import (
     EXIT_OK,
     config_file,
     existing_root,
+    fail,
     output_options,
     read_config,
     reports_config_errors,
@@ -21,13 +23,16 @@ from mcd.cli.common import (
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document
 
+if TYPE_CHECKING:
+    from mcd.model.plan import UpdatePlan
+
 # Each command imports what only it uses inside its body (PLC0415): start-up is most of
 # what these commands cost, and `mcd diff` need not load the planner or the host layer.
 
 
 @click.command()
-@click.argument("old", type=config_file)
-@click.argument("new", type=config_file)
+@click.argument("old", required=False, type=config_file)
+@click.argument("new", required=False, type=config_file)
 @click.option(
     "--policy",
     "policy_file",
@@ -35,18 +40,37 @@ from mcd.model.machineconfig import decode_document
     help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
     "is merged over the default policies.",
 )
+@click.option(
+    "--from-cluster",
+    "node_name",
+    metavar="NODE",
+    help="Plan NODE's currentConfig -> desiredConfig with the configs and the node disruption "
+    "policies read from the cluster, as the agent does.",
+)
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
 @click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
 @click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @output_options
 @reports_config_errors
 def plan(
-    old: Path, new: Path, policy_file: Path | None, force: bool, legacy: bool, as_json: bool
+    old: Path | None,
+    new: Path | None,
+    policy_file: Path | None,
+    node_name: str | None,
+    kubeconfig: str | None,
+    force: bool,
+    legacy: bool,
+    as_json: bool,
 ) -> None:
     """Show what moving a node from OLD to NEW changes, costs, and why.
 
+    With --from-cluster NODE, OLD and NEW are the node's current and desired
+    configs and the policies come from MachineConfiguration/cluster.
     Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad or missing input.
     """
+    import dataclasses  # noqa: PLC0415
+
     from mcd.model.describe import describe_plan  # noqa: PLC0415
     from mcd.model.plan import make_plan  # noqa: PLC0415
     from mcd.model.policy import (  # noqa: PLC0415
@@ -55,19 +79,43 @@ def plan(
         parse_user_policies,
     )
 
-    policies = DEFAULT_POLICIES
-    if policy_file is not None:
-        try:
-            user = parse_user_policies(decode_document(policy_file.read_bytes()))
-        except ConfigError as e:
-            raise ConfigError(f"{policy_file}: {e}") from e
-        policies = merge_policies(DEFAULT_POLICIES, user)
-    result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
+    if node_name is not None:
+        if old is not None or policy_file is not None or force or legacy:
+            raise click.UsageError("--from-cluster takes no OLD/NEW, --policy, --force or --legacy")
+        result = cluster_plan(node_name, kubeconfig)
+    else:
+        if old is None or new is None:
+            raise click.UsageError("plan needs OLD and NEW, --pool POOL or --from-cluster NODE")
+        policies = DEFAULT_POLICIES
+        if policy_file is not None:
+            try:
+                user = parse_user_policies(decode_document(policy_file.read_bytes()))
+            except ConfigError as e:
+                raise ConfigError(f"{policy_file}: {e}") from e
+            policies = merge_policies(DEFAULT_POLICIES, user)
+            policies = dataclasses.replace(policies, source=f"{policy_file}: {policies.source}")
+        result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
     if as_json:
         say(json.dumps(result.to_json(), indent=2))
     else:
         say(describe_plan(result), nl=False)
     sys.exit(EXIT_OK if result.reconcilable else EXIT_MISMATCH)
+
+
+def cluster_plan(node: str, kubeconfig: str | None) -> UpdatePlan:
+    """The agent's plan for NODE, from the cluster (``mcd plan --from-cluster``)."""
+    from mcd.agent.inspect import pending_plan  # noqa: PLC0415
+    from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
+    from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
+    from mcd.cluster.configs import MachineConfigNotFound  # noqa: PLC0415
+    from mcd.cluster.policies import PoliciesNotReady  # noqa: PLC0415
+
+    try:
+        return pending_plan(Kube(load_client(kubeconfig)), node)
+    except ApiConfigError as e:
+        fail(str(e))
+    except (ApiError, MachineConfigNotFound, PoliciesNotReady) as e:
+        fail(f"cannot plan node {node}: {e}")
 
 
 @click.command()

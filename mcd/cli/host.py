@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from mcd.agent import recovery
 from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
+from mcd.agent.journal import StateError
 from mcd.agent.once import node_for, run_once
 from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.restore import RestoreError, restore
@@ -27,6 +29,7 @@ from mcd.cli.common import (
 )
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
+from mcd.model.text import printable
 
 
 @click.command("once-from")
@@ -60,7 +63,7 @@ def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
     except UpdateError as e:
         unreconcilable = str(e).startswith("can't reconcile")
         fail(str(e), EXIT_MISMATCH if unreconcilable else EXIT_ERROR)
-    except HostError as e:  # e.g. another writer holds the node's lock
+    except (HostError, StateError) as e:  # another writer holds the lock; a damaged journal
         fail(str(e))
     except OSError as e:  # the source: a missing file, an unreachable URL
         fail(os_error_text(e, source))
@@ -158,8 +161,47 @@ def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None
     finally:
         node.effects.systemd.close()
     for item in restored:
-        say(f"restored {item.path}: was {item.problem}")
+        say(f"restored {printable(item.path)}: was {item.problem}")
     for path in clean:
-        say(f"unchanged {path}: already matches {mc.name}")
+        say(f"unchanged {printable(path)}: already matches {mc.name}")
     if not restored and not clean:
         say(f"nothing to restore: the node matches {mc.name}")
+
+
+@click.command("recover")
+@existing_root
+@click.option("--finish", "action", flag_value="finish", help="Complete the interrupted update.")
+@click.option("--abandon", "action", flag_value="abandon",
+              help="Set the interrupted update's journal aside; change nothing else.")  # fmt: skip
+@click.option(
+    "--current",
+    "current_file",
+    type=config_file,
+    help="Write CONFIG as currentconfig (only when the node's own is unreadable).",
+)
+@output_options
+@reports_config_errors
+def recover_command(root: Path, action: str | None, current_file: Path | None) -> None:
+    """Inspect mcd's state files; finish or abandon an interrupted update; replace an
+    unreadable currentconfig. Exit 0 when the state is usable (or was repaired), 1 otherwise."""
+    console_logging()
+    node_root = Root(root)
+    try:
+        if current_file is not None:
+            say(recovery.set_current(node_root, current_file.read_bytes(), str(current_file)))
+        elif action == "abandon":
+            say(recovery.abandon(node_root))
+        elif action == "finish":
+            node = node_for(node_root)
+            try:
+                say(recovery.finish(node))
+            finally:
+                node.effects.systemd.close()
+        else:
+            lines, ok = recovery.inspect(node_root)
+            for line in lines:
+                say(line)
+            if not ok:
+                sys.exit(EXIT_ERROR)
+    except (recovery.RecoveryError, UpdateError, HostError, StateError) as e:
+        fail(str(e))

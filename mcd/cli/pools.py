@@ -81,7 +81,16 @@ def controller_command(
 @click.argument("new", required=False, type=config_file)
 @click.option("--pool", help="Plan a pool's rollout against the cluster instead of OLD and NEW.")
 @click.option(
-    "--kubeconfig", type=click.Path(dir_okay=False), help="With --pool; default: $KUBECONFIG."
+    "--from-cluster",
+    "node_name",
+    metavar="NODE",
+    help="Plan NODE's currentConfig -> desiredConfig with the configs and the node disruption "
+    "policies read from the cluster, as the agent does.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="With --pool or --from-cluster; default: $KUBECONFIG.",
 )
 @click.option(
     "--policy",
@@ -100,6 +109,7 @@ def plan_command(
     old: Path | None,
     new: Path | None,
     pool: str | None,
+    node_name: str | None,
     kubeconfig: str | None,
     policy_file: Path | None,
     force: bool,
@@ -112,20 +122,22 @@ def plan_command(
     Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad input.
     """
     if pool is None:
-        if old is None or new is None:
-            raise click.UsageError("plan needs OLD and NEW, or --pool POOL")
+        if node_name is None and (old is None or new is None):
+            raise click.UsageError("plan needs OLD and NEW, --pool POOL or --from-cluster NODE")
         ctx.invoke(
             configs.plan,
             old=old,
             new=new,
             policy_file=policy_file,
+            node_name=node_name,
+            kubeconfig=kubeconfig,
             force=force,
             legacy=legacy,
             as_json=as_json,
         )
         return
-    if old is not None or new is not None:
-        raise click.UsageError("--pool takes no OLD or NEW")
+    if old is not None or new is not None or node_name is not None:
+        raise click.UsageError("--pool takes no OLD, NEW or --from-cluster")
     from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415

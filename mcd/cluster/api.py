@@ -15,14 +15,17 @@ carrying the HTTP status and the server's ``Status`` reason and message.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import incluster_config as incluster
 
 Obj = dict[str, Any]
 
@@ -30,6 +33,8 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 USER_AGENT = "machine-config-daemon"
+
+log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -51,10 +56,24 @@ class ConfigurationError(Exception):
     """No usable kubeconfig or in-cluster service account."""
 
 
+SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+HOST_KUBECONFIG = "/etc/kubernetes/kubeconfig"
+
+
 def load_client(
-    kubeconfig: str | None = None, environ: Mapping[str, str] | None = None
+    kubeconfig: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    root_mount: str | None = None,
+    service_account: str = SERVICE_ACCOUNT,
 ) -> client.ApiClient:
-    """``--kubeconfig``, else ``KUBECONFIG``, else the in-cluster service account."""
+    """``--kubeconfig``, else ``KUBECONFIG``, else the in-cluster service account.
+
+    With ``root_mount`` (``mcd start``), the in-cluster credentials talk to the API
+    server named by the host's kubelet kubeconfig, ``<root>/etc/kubernetes/kubeconfig``,
+    as upstream does (``overriding kubernetes api to ...``), so the agent does not
+    depend on the service network; without that file, the in-cluster service address.
+    """
     env = os.environ if environ is None else environ
     path = kubeconfig or env.get("KUBECONFIG")
     api: client.ApiClient
@@ -66,10 +85,19 @@ def load_client(
         if path:
             api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
         else:
+            overrides = dict(env)
+            server = host_api_server(root_mount) if root_mount is not None else None
+            if server is not None:
+                log.info("overriding kubernetes api to %s", server)
+                url = urllib.parse.urlsplit(server)
+                overrides["KUBERNETES_SERVICE_HOST"] = url.hostname or ""
+                overrides["KUBERNETES_SERVICE_PORT"] = str(url.port or 443)
             configuration = client.Configuration()
-            config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
+            incluster.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                token_filename=f"{service_account}/token",
+                cert_filename=f"{service_account}/ca.crt",
+                environ=overrides,
+            ).load_and_set(configuration)
             api = client.ApiClient(configuration)
     except config.ConfigException as e:
         where = path or "the in-cluster service account"
@@ -77,6 +105,30 @@ def load_client(
         raise ConfigurationError(message) from e
     api.user_agent = USER_AGENT
     return api
+
+
+def host_api_server(root_mount: str) -> str | None:
+    """The ``server`` of the current context of the host's kubelet kubeconfig, or None."""
+    import yaml  # noqa: PLC0415  (only mcd start reads the host's kubeconfig)
+
+    where = os.path.join(root_mount, HOST_KUBECONFIG.lstrip("/"))
+    try:
+        with open(where, "rb") as f:
+            doc = yaml.safe_load(f.read(1 << 20))
+        contexts = {c["name"]: c["context"] for c in doc.get("contexts") or []}
+        clusters = {c["name"]: c["cluster"] for c in doc.get("clusters") or []}
+        server = clusters[contexts[doc["current-context"]]["cluster"]]["server"]
+        if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+            raise ValueError(f"server {server!r} is not a URL")
+        return server
+    except FileNotFoundError:
+        log.info("No kubelet kubeconfig at %s; using the in-cluster API server address", where)
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as e:
+        log.warning(
+            "failed to load kubelet kubeconfig %s (%s); using the in-cluster API server address",
+            where, type(e).__name__,
+        )  # fmt: skip
+    return None
 
 
 class Kube:

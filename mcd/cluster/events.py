@@ -75,9 +75,15 @@ WARNINGS = frozenset(
 )
 
 
+EVENT_NAMESPACE_ENV = "MCD_EVENT_NAMESPACE"
+
+
 def default_namespace() -> str:
-    """Where Node events go: the agent's own namespace in a pod, else ``default``."""
-    return os.environ.get("POD_NAMESPACE") or "default"
+    """Where Node events go: ``default``, as client-go's recorder puts Events about a
+    cluster-scoped object (upstream's, ``OSUpdateStaged`` included); ``$MCD_EVENT_NAMESPACE``
+    when configured. kube-apiserver refuses an Event about a Node in a namespace that is not
+    the Event's own involvedObject namespace (422), so the pod's namespace cannot be used."""
+    return os.environ.get(EVENT_NAMESPACE_ENV) or "default"
 
 
 class EventRecorder:

@@ -209,7 +209,7 @@ class DBusSystemd:
     # -- live actions -----------------------------------------------------------------------
 
     def daemon_reload(self) -> None:
-        self._manager("DaemonReload")
+        self._manager("Reload")  # systemctl daemon-reload is Manager.Reload
 
     def reload(self, unit: str) -> None:
         self._await_job("reloading", unit, "ReloadUnit", "ss", unit, "replace")

@@ -42,6 +42,13 @@ class _StaticFields(logging.Filter):
         super().__init__()
         self._fields = dict(fields)
 
+    def update(self, fields: Mapping[str, str | None]) -> None:
+        for key, value in fields.items():
+            if value is None:
+                self._fields.pop(key, None)
+            else:
+                self._fields[key] = value
+
     def filter(self, record: logging.LogRecord) -> bool:
         for key, value in self._fields.items():
             if not hasattr(record, key):
@@ -152,6 +159,15 @@ def configure_console(
     if not show_errors:  # the command reports its failure itself, once
         console.addFilter(lambda record: record.levelno < logging.ERROR)
     _install(handlers, min(h.level for h in handlers))
+
+
+def set_log_fields(**fields: str | None) -> None:
+    """Change the fields every later record carries (``MCD_CONFIG`` follows the update);
+    ``None`` removes one."""
+    for handler in _installed:
+        for f in handler.filters:
+            if isinstance(f, _StaticFields):
+                f.update(fields)
 
 
 def notify(status: str = "", ready: bool = False, stopping: bool = False) -> bool:

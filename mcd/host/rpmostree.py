@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.host.errors import HostError
+from mcd.host.pullsecret import use_merged_pull_secrets
 from mcd.host.rootfs import Root
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.model.kargs import missing_kernel_arguments, rpm_ostree_kargs
@@ -149,6 +150,14 @@ class RpmOstree:
         self.runner = runner or Runner(env={**os.environ, "RPMOSTREE_CLIENT_ID": CLIENT_ID})
         self.retry = retry or Retry.from_env()
 
+    def initialize(self) -> None:
+        """Upstream ``RpmOstreeClient.Initialize``: give rpm-ostree the registry pull secret
+        (``/run/ostree/auth.json``); a failure is logged, the pull then fails on its own."""
+        try:
+            use_merged_pull_secrets(self.root)
+        except (OSError, HostError) as e:
+            log.error("error while linking rpm-ostree pull secrets %s", e)
+
     def _run(self, *args: str) -> CommandResult:
         argv = ["rpm-ostree", *args]
         if self.root.path != "/" and self.root.exists("/usr/bin/rpm-ostree"):
@@ -169,6 +178,7 @@ class RpmOstree:
         if self.booted_image() == image:
             log.info("Already in desired image %s", image)
             return False
+        self.initialize()
         delay, last = self.retry.initial, ""
         for attempt in range(1, self.retry.attempts + 1):
             try:

@@ -20,7 +20,7 @@ from mcd.host.rootfs import Root, read_nofollow
 from mcd.model.errors import DecodeError
 from mcd.model.ignition import DEFAULT_FILE_MODE
 from mcd.model.machineconfig import MachineConfig
-from mcd.model.text import goquote
+from mcd.model.text import goquote, printable
 from mcd.model.vocabulary import VALIDATION_IGNORED_PATHS, dropin_path, unit_path
 
 DEV_NULL = "/dev/null"
@@ -209,5 +209,6 @@ def _go_error(e: Exception, path: str, op: str = "") -> str:
     """Render an OS error the way Go's ``*PathError`` prints: ``lstat /etc/x: no such file``."""
     if isinstance(e, OSError) and e.strerror:
         text = e.strerror[0].lower() + e.strerror[1:]
-        return f"{op} {path}: {text}" if op else f"{path}: {text}"
+        shown = printable(path)
+        return f"{op} {shown}: {text}" if op else f"{shown}: {text}"
     return str(e)

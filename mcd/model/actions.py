@@ -13,6 +13,7 @@ import posixpath
 from dataclasses import dataclass
 
 from mcd.model import registries
+from mcd.model.dataurl import decode_data_url
 from mcd.model.diff import Changes, MachineConfigDiff
 from mcd.model.errors import DecodeError
 from mcd.model.machineconfig import MachineConfig
@@ -96,17 +97,18 @@ def disruption_actions(
             decisions.append(Decision(f"file {path}", "no policy matches", (REBOOT,)))
         else:
             how = "policy for" if policy.path == path else "policy for directory"
-            decisions.append(Decision(f"file {path}", f"{how} {policy.path}", policy.actions))
+            rule = f"{policy.origin} {how} {policy.path}"
+            decisions.append(Decision(f"file {path}", rule, policy.actions))
     for name in units.all():
         upolicy = policies.unit_policy(name)
         if upolicy is None:
             decisions.append(Decision(f"unit {name}", "no policy matches", (REBOOT,)))
         else:
-            decisions.append(Decision(f"unit {name}", f"policy for unit {name}", upolicy.actions))
+            rule = f"{upolicy.origin} policy for unit {name}"
+            decisions.append(Decision(f"unit {name}", rule, upolicy.actions))
     if diff.passwd:
-        decisions.append(
-            Decision("SSH keys / password", "sshkey policy", policies.sshkey or (NONE,))
-        )
+        rule = f"{policies.sshkey_origin} sshkey policy"
+        decisions.append(Decision("SSH keys / password", rule, policies.sshkey or (NONE,)))
     return ActionResult(collapse([a for d in decisions for a in d.actions]), tuple(decisions))
 
 
@@ -163,18 +165,29 @@ def legacy_actions(diff: MachineConfigDiff, files: Changes, force: bool = False)
 
 
 def registries_change_reason(old: MachineConfig, new: MachineConfig) -> str:
-    """Why the registries.conf change needs a drain, or empty when it is safe."""
-    try:
-        before = _file_data(old, REGISTRIES_CONF)
-        after = _file_data(new, REGISTRIES_CONF)
-    except DecodeError as e:
-        return str(e)
+    """Why the registries.conf change needs a drain, or empty when it is safe.
+
+    ``RegistriesConfError`` when either side cannot be decoded: upstream's
+    ``isSafeContainerRegistryConfChanges`` fails the update then.
+    """
+    before = _registries_data(old, ": ")
+    after = _registries_data(new, " ")
     return registries.unsafe_change(before, after)
 
 
-def _file_data(mc: MachineConfig, path: str) -> bytes | None:
-    f = mc.ignition.file(path)
-    return None if f is None else f.data()
+def _registries_data(mc: MachineConfig, sep: str) -> bytes | None:
+    """Upstream ``GetIgnitionFileDataByPath``: the first entry with a source, data URL
+    decoded but never decompressed (a gzip file is then not TOML)."""
+    for f in mc.ignition.files:
+        if f.path == REGISTRIES_CONF and f.contents.source is not None:
+            try:
+                return decode_data_url(f.contents.source)
+            except DecodeError as e:
+                # upstream's two messages differ by a colon
+                raise registries.RegistriesConfError(
+                    f"failed decoding Data URL scheme string{sep}{e.detail}"
+                ) from e
+    return None
 
 
 @dataclass(frozen=True)
@@ -207,8 +220,8 @@ def drain_decision(
     if special:
         reason = registries_change_reason(old, new)
         if reason:
-            return DrainDecision(True, f"{REGISTRIES_CONF} change is not safe: {reason}")
-        return DrainDecision(False, f"{REGISTRIES_CONF} changes made are safe to skip drain")
+            return DrainDecision(True, reason)
+        return DrainDecision(False, f"{REGISTRIES_CONF}: changes made are safe to skip drain")
     return DrainDecision(False, "no action needs a drain")
 
 

@@ -60,6 +60,34 @@ def decompress(data: bytes, compression: str) -> bytes:
     return out
 
 
+CHUNK = 1 << 20
+
+
+def decoded_size(data: bytes, compression: str, limit: int = MAX_DECOMPRESSED) -> int:
+    """The size ``data`` decodes to, inflated a chunk at a time and never kept whole:
+    memory stays at one chunk however the data inflates. Past ``limit``: ``DecodeError``."""
+    if compression == "":
+        return len(data)
+    if compression != "gzip":
+        raise DecodeError(f"unsupported compression type {goquote(compression)}")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    size, pending = 0, data
+    try:
+        while not inflater.eof:
+            out = inflater.decompress(pending, CHUNK)
+            size += len(out)
+            if size > limit:
+                raise DecodeError(f"gzip contents inflate beyond {limit} bytes")
+            pending = inflater.unconsumed_tail
+            if not out and not pending:
+                break  # all input used, nothing more comes out: cut short
+    except zlib.error as e:
+        raise DecodeError(f"invalid gzip data: {e}") from e
+    if not inflater.eof:
+        raise DecodeError("invalid gzip data: truncated stream")
+    return size
+
+
 def encode_data_url(data: bytes, *, compress: bool = False) -> str:
     """Build a base64 data URL; the inverse of ``decode_data_url`` (used by tools and tests)."""
     if compress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcd.model.diff import Changes
 from mcd.model.plan import UpdatePlan
 from mcd.model.policy import Action, ActionType
+from mcd.model.text import printable
 
 
 def describe_action(a: Action) -> str:
@@ -16,7 +17,7 @@ def describe_action(a: Action) -> str:
 def describe_plan(plan: UpdatePlan) -> str:
     lines = [f"Update {plan.old.name} -> {plan.new.name}"]
     if not plan.reconcilable:
-        lines += ["Reconcilable: no", f"Reason: {plan.reason}"]
+        lines += ["Reconcilable: no", f"Reason: {printable(plan.reason)}"]
         return "\n".join(lines) + "\n"
     lines.append("Reconcilable: yes")
     changed = plan.diff.categories()
@@ -29,10 +30,13 @@ def describe_plan(plan: UpdatePlan) -> str:
         lines.append(f"OS: {plan.diff.os_changes_string()}")
     if plan.kernel_arguments:
         lines.append(f"Kernel arguments: rpm-ostree kargs {' '.join(plan.kernel_arguments)}")
+    lines.append(
+        f"Policies: {plan.policy_source}" if plan.policy_source else "Policies: legacy action table"
+    )
     lines.append("Why:")
     for d in plan.decisions:
         acts = ", ".join(describe_action(a) for a in d.actions)
-        lines.append(f"  {d.subject}: {d.rule} -> {acts}")
+        lines.append(f"  {printable(d.subject)}: {d.rule} -> {acts}")
     lines.append(f"Actions: {', '.join(describe_action(a) for a in plan.actions)}")
     lines.append(f"Drain: {'yes' if plan.drain else 'no'} ({plan.drain_reason})")
     lines.append(f"Reboot: {'yes' if plan.reboot else 'no'}")
@@ -44,7 +48,7 @@ def _changes(title: str, c: Changes) -> list[str]:
     if not c:
         return []
     out = [f"{title}:"]
-    out += [f"  + {n}" for n in c.added]
-    out += [f"  ~ {n}" for n in c.changed]
-    out += [f"  - {n}" for n in c.removed]
+    out += [f"  + {printable(n)}" for n in c.added]
+    out += [f"  ~ {printable(n)}" for n in c.changed]
+    out += [f"  - {printable(n)}" for n in c.removed]
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mcd.model.errors import DecodeError
 from mcd.model.ignition import File, Owner
 from mcd.model.machineconfig import MachineConfig
-from mcd.model.text import gooctal
+from mcd.model.text import gooctal, printable
 from mcd.model.vocabulary import dropin_path, unit_path
 
 SECRET_PATTERNS = (
@@ -27,7 +27,10 @@ SECRET_PATTERNS = (
 SECRET_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE", b'"auths"', b"client-key-data", b"token:")
 
 
-def looks_secret(path: str, data: bytes | None) -> bool:
+def looks_secret(path: str, data: bytes | None, mode: int | None = None) -> bool:
+    """Secret: a secret-looking name or contents, or a file that is not world-readable."""
+    if mode is not None and not mode & 0o004:
+        return True
     if any(fnmatch.fnmatch(path, p) for p in SECRET_PATTERNS):
         return True
     return data is not None and any(m in data for m in SECRET_MARKERS)
@@ -61,18 +64,21 @@ def _text(data: bytes | None) -> list[str] | None:
         return None
 
 
-def _content_diff(path: str, old: bytes | None, new: bytes | None, a: str, b: str) -> Entry | None:
+def _content_diff(
+    path: str, old: bytes | None, new: bytes | None, a: str, b: str, private: bool = False
+) -> Entry | None:
     status = "added" if old is None else "removed" if new is None else "changed"
     if old == new:
         return None
-    if looks_secret(path, old) or looks_secret(path, new):
+    if private or looks_secret(path, old) or looks_secret(path, new):
         return Entry(path, status, ("secret contents changed (not shown)",))
     old_lines, new_lines = _text(old), _text(new)
     if old_lines is None or new_lines is None:
         return Entry(path, status, ("binary contents differ",))
-    lines = difflib.unified_diff(old_lines, new_lines, f"{a}{path}", f"{b}{path}")
+    shown = printable(path)
+    lines = difflib.unified_diff(old_lines, new_lines, f"{a}{shown}", f"{b}{shown}")
     return Entry(
-        path, status, (), tuple(line if line.endswith("\n") else line + "\n" for line in lines)
+        path, status, (), tuple(printable(line.rstrip("\n"), "\t") + "\n" for line in lines)
     )
 
 
@@ -92,7 +98,10 @@ def file_entries(old: MachineConfig, new: MachineConfig) -> Iterator[Entry]:
     new_files = {f.path: f for f in new.ignition.files}
     for path in sorted(set(old_files) | set(new_files)):
         before, after = old_files.get(path), new_files.get(path)
-        entry = _content_diff(path, _decoded(before), _decoded(after), a, b)
+        private = any(
+            f is not None and looks_secret(path, None, f.effective_mode) for f in (before, after)
+        )
+        entry = _content_diff(path, _decoded(before), _decoded(after), a, b, private)
         meta: list[str] = []
         if before is not None and after is not None:
             for label, x, y in zip(("mode", "user", "group"), _meta(before), _meta(after),
@@ -172,6 +181,6 @@ def render_diff(old: MachineConfig, new: MachineConfig) -> tuple[str, bool]:
     for entry in [*file_entries(old, new), *unit_entries(old, new)]:
         sign = {"added": "+", "removed": "-", "changed": "~"}[entry.status]
         notes = f" ({'; '.join(entry.details)})" if entry.details else ""
-        out.append(f"{sign} {entry.path}: {entry.status}{notes}\n")
+        out.append(f"{sign} {printable(entry.path)}: {entry.status}{notes}\n")
         out.extend(entry.diff)
     return "".join(out), bool(out)

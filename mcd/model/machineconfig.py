@@ -74,7 +74,7 @@ def decode_document(data: bytes | str) -> Any:
         else:
             doc = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
-        raise ConfigParseError(f"not valid YAML or JSON: {_one_line(str(e))}") from e
+        raise ConfigParseError(f"not valid YAML or JSON: {_yaml_problem(e, text)}") from e
     except RecursionError as e:
         raise ConfigParseError("document is nested too deeply") from e
     except (ValueError, OverflowError) as e:  # e.g. huge integers, bad timestamps
@@ -85,6 +85,22 @@ def decode_document(data: bytes | str) -> Any:
 
 def _one_line(s: str) -> str:
     return " ".join(s.split())
+
+
+def _yaml_problem(e: yaml.YAMLError, text: str) -> str:
+    """What is wrong and where (line, column), never the document's text: PyYAML's own
+    message quotes the lines around the error, which may hold a secret."""
+    if isinstance(e, yaml.MarkedYAMLError):
+        what = ": ".join(_one_line(p) for p in (e.context, e.problem) if p) or "invalid"
+        mark = e.problem_mark or e.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        return what + where
+    if isinstance(e, yaml.reader.ReaderError):
+        before = text[: e.position]
+        line, column = before.count("\n") + 1, e.position - (before.rfind("\n") + 1) + 1
+        char = f" (U+{e.character:04X})" if isinstance(e.character, int) else ""
+        return f"{_one_line(e.reason)}{char} at line {line}, column {column}"
+    return type(e).__name__
 
 
 def _check_size(doc: object) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -22,7 +23,7 @@ from mcd.model.errors import UnreconcilableError
 from mcd.model.kargs import rpm_ostree_kargs
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.policy import DEFAULT_POLICIES, Action, ActionType, DisruptionPolicies
-from mcd.model.reconcile import Overrides, check_reconcilable
+from mcd.model.reconcile import Overrides, check_diffable, check_reconcilable
 
 
 class Cost(IntEnum):
@@ -66,6 +67,8 @@ class UpdatePlan:
     kernel_arguments: tuple[str, ...] = field(default=())
     """``rpm-ostree kargs`` options; empty when the kernel arguments do not change."""
     force: bool = False
+    policy_source: str = ""
+    """Where the node disruption policies came from ('' with the legacy table)."""
 
     @property
     def reboot(self) -> bool:
@@ -100,6 +103,7 @@ class UpdatePlan:
             "osChanges": self.diff.os_changes_string(),
             "decisions": [d.to_json() for d in self.decisions],
             "force": self.force,
+            "policySource": self.policy_source,
         }
 
 
@@ -123,6 +127,10 @@ def make_plan(
     table instead of node disruption policies. An unreconcilable change yields a
     plan with ``reconcilable=False``, the upstream reason and no actions.
     """
+    check_diffable(old)
+    if node_fips is not None and new.fips == node_fips:
+        # Upstream checkFIPS sets the current config's FIPS to the node's before diffing.
+        old = dataclasses.replace(old, fips=node_fips)
     diff = diff_machine_configs(old, new, force=force)
     files = file_changes(old, new)
     units = unit_changes(old, new)
@@ -151,4 +159,5 @@ def make_plan(
         drain_reason=drain.reason,
         kernel_arguments=tuple(kargs),
         force=force,
+        policy_source="" if legacy else policies.source,
     )

@@ -9,6 +9,7 @@ default, other entries are appended, an SSH key policy replaces the default.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -57,16 +58,23 @@ def restart(service: str) -> Action:
     return Action(ActionType.RESTART, service)
 
 
+DEFAULT = "default"
+USER = "user"
+
+
 @dataclass(frozen=True)
 class FilePolicy:
     path: str
     actions: tuple[Action, ...]
+    origin: str = DEFAULT
+    """``default`` (upstream's cluster defaults) or ``user`` (the administrator's)."""
 
 
 @dataclass(frozen=True)
 class UnitPolicy:
     name: str
     actions: tuple[Action, ...]
+    origin: str = DEFAULT
 
 
 @dataclass(frozen=True)
@@ -74,15 +82,19 @@ class DisruptionPolicies:
     files: tuple[FilePolicy, ...] = ()
     units: tuple[UnitPolicy, ...] = ()
     sshkey: tuple[Action, ...] | None = None
+    sshkey_origin: str = DEFAULT
+    source: str = "the default cluster policies"
+    """Where the policies were read from, for the plan's reader."""
 
     def closest_file_policy(self, path: str) -> FilePolicy | None:
-        """The policy whose path equals ``path`` or is its closest parent directory."""
-        clean = posixpath.normpath(path)
+        """Upstream ``FindClosestFilePolicyPathMatch``: the policy whose path equals ``path``
+        or is a parent directory of it (``IsSubdirectory``), the longest winning; on a tie
+        the first. A policy for ``/`` matches nothing: its cleaned form plus ``/`` is
+        ``//``, as upstream."""
         best: FilePolicy | None = None
         for policy in self.files:
-            ppath = posixpath.normpath(policy.path)
-            if (clean == ppath or clean.startswith(ppath.rstrip("/") + "/")) and (
-                best is None or len(ppath) > len(posixpath.normpath(best.path))
+            if (path == policy.path or is_subdirectory(policy.path, path)) and (
+                best is None or len(policy.path) > len(best.path)
             ):
                 best = policy
         return best
@@ -94,7 +106,22 @@ class DisruptionPolicies:
         return None
 
 
+def is_subdirectory(dir_path: str, target: str) -> bool:
+    """Upstream ``IsSubdirectory``: ``Clean(dir) + "/"`` is a prefix of ``Clean(target)``."""
+    return gopath_clean(target).startswith(gopath_clean(dir_path) + "/")
+
+
+def gopath_clean(path: str) -> str:
+    """Go's ``filepath.Clean`` (``posixpath.normpath`` keeps a leading ``//``)."""
+    if not path:
+        return "."
+    clean = posixpath.normpath(path)
+    return "/" + clean.lstrip("/") if clean.startswith("//") else clean
+
+
 POLICY_KIND = "MachineConfiguration"
+
+
 CRIO = "crio.service"
 KUBELET = "kubelet.service"
 UPDATE_CA_TRUST = "coreos-update-ca-trust.service"
@@ -128,16 +155,56 @@ DEFAULT_POLICIES = DisruptionPolicies(
 
 
 def merge_policies(defaults: DisruptionPolicies, user: DisruptionPolicies) -> DisruptionPolicies:
-    """User policies over the defaults: same path/name replaces, others are appended."""
-    user_paths = {p.path: p for p in user.files}
-    files = [user_paths.pop(p.path, p) for p in defaults.files] + list(user_paths.values())
-    user_units = {u.name: u for u in user.units}
-    units = [user_units.pop(u.name, u) for u in defaults.units] + list(user_units.values())
+    """Upstream ``MergeClusterPolicies``: each user entry replaces the first default with the
+    same path or unit name, or is appended; a user SSH key policy replaces the default."""
+    files = list(defaults.files)
+    for policy in user.files:
+        at = next((i for i, d in enumerate(defaults.files) if d.path == policy.path), None)
+        if at is None:
+            files.append(policy)
+        else:
+            files[at] = policy
+    units = list(defaults.units)
+    for upolicy in user.units:
+        at = next((i for i, d in enumerate(defaults.units) if d.name == upolicy.name), None)
+        if at is None:
+            units.append(upolicy)
+        else:
+            units[at] = upolicy
     return DisruptionPolicies(
         files=tuple(files),
         units=tuple(units),
-        sshkey=user.sshkey if user.sshkey is not None else defaults.sshkey,
+        sshkey=user.sshkey if user.sshkey else defaults.sshkey,
+        sshkey_origin=USER if user.sshkey else defaults.sshkey_origin,
+        source=user.source,
     )
+
+
+SERVICE_TYPE = re.compile(
+    r"\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$"
+)
+SERVICE_NAME = re.compile(r"^[a-zA-Z0-9:._\\-]+\..")
+MAX_SERVICE_NAME = 255
+
+
+def service_name_problem(name: str) -> str:
+    """The CRD's own rules for ``serviceName`` (openshift/api ``NodeDisruptionPolicyServiceName``),
+    with its messages; empty when the name is valid."""
+    if len(name) > MAX_SERVICE_NAME:
+        return f"Too long: may not be more than {MAX_SERVICE_NAME} bytes"
+    if not SERVICE_TYPE.search(name):
+        return (
+            "Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, "
+            'where ${SERVICETYPE} must be one of ".service", ".socket", ".device", ".mount", '
+            '".automount", ".swap", ".target", ".path", ".timer",".snapshot", ".slice" or ".scope".'
+        )
+    if not SERVICE_NAME.match(name):
+        return (
+            "Invalid ${NAME} in service name. Expected format is ${NAME}${SERVICETYPE}, where "
+            "{NAME} must be atleast 1 character long and can only consist of alphabets, digits, "
+            '":", "-", "_", ".", and "\\"'
+        )
+    return ""
 
 
 USER_ACTION_TYPES = {t.value: t for t in ActionType if t is not ActionType.SPECIAL}
@@ -167,11 +234,9 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             ipath = f.join(f.join(npath, "files"), i)
             entry = f.as_map(item, ipath)
             fpath = f.opt_str(entry, "path", ipath)
-            if not fpath or not fpath.startswith("/"):
-                raise PolicyError(
-                    f"path must be absolute, got {goquote(fpath or '')}", f.join(ipath, "path")
-                )
-            files.append(FilePolicy(fpath, _parse_actions(entry, ipath)))
+            if fpath is None:  # the CRD requires it, but checks nothing else about it
+                raise PolicyError("missing path", f.join(ipath, "path"))
+            files.append(FilePolicy(fpath, _parse_actions(entry, ipath), USER))
         units = []
         for i, item in enumerate(f.opt_list(ndp, "units", npath)):
             ipath = f.join(f.join(npath, "units"), i)
@@ -179,12 +244,18 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             name = f.opt_str(entry, "name", ipath)
             if not name:
                 raise PolicyError("missing unit name", f.join(ipath, "name"))
-            units.append(UnitPolicy(name, _parse_actions(entry, ipath)))
+            units.append(UnitPolicy(name, _parse_actions(entry, ipath), USER))
         sshkey = None
         if "sshkey" in ndp:
             spath = f.join(npath, "sshkey")
             sshkey = _parse_actions(f.opt_map(ndp, "sshkey", npath), spath)
-        return DisruptionPolicies(files=tuple(files), units=tuple(units), sshkey=sshkey)
+        return DisruptionPolicies(
+            files=tuple(files),
+            units=tuple(units),
+            sshkey=sshkey,
+            sshkey_origin=USER,
+            source="spec.nodeDisruptionPolicy merged over the default cluster policies",
+        )
     except PolicyError:
         raise
     except ConfigError as e:
@@ -210,8 +281,9 @@ def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
             service = f.opt_str(f.opt_map(obj, key, apath), "serviceName", f.join(apath, key))
             if not service:
                 raise PolicyError(f"{kind} requires {key}.serviceName", apath)
-            if "/" in service or not service.endswith((".service", ".socket", ".target", ".timer")):
-                raise PolicyError(f"invalid service name {goquote(service)}", f.join(apath, key))
+            problem = service_name_problem(service)
+            if problem:
+                raise PolicyError(problem, f.join(f.join(apath, key), "serviceName"))
         actions.append(Action(kind, service))
     types = {a.type for a in actions}
     for alone in (ActionType.REBOOT, ActionType.NONE):

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcd.model import validate
-from mcd.model.errors import UnreconcilableError
+from mcd.model import gate, validate
+from mcd.model.errors import ConfigError, UnreconcilableError
 from mcd.model.ignition import FixedSections, IgnitionConfig, Passwd
 from mcd.model.machineconfig import MachineConfig
-from mcd.model.text import goquote
+from mcd.model.text import printable
 from mcd.model.vocabulary import FORCE_FILE
 
-SUPPORTED_EXTENSIONS = (
-    "two-node-ha", "wasm", "ipsec", "usbguard", "kerberos",
-    "kernel-devel", "sandboxed-containers", "sysstat",
-)  # fmt: skip
-KERNEL_TYPES = ("", "default", "realtime", "64k-pages")
+SUPPORTED_EXTENSIONS = gate.SUPPORTED_EXTENSIONS
+KERNEL_TYPES = gate.KERNEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -53,15 +50,23 @@ def check_reconcilable(
         raise UnreconcilableError(old.name, new.name, detail)
 
 
+def check_diffable(old: MachineConfig) -> None:
+    """Upstream ``update()`` starts with ``newMachineConfigDiff``, whose Ignition parser
+    validates the old config too: an invalid one fails the update (``Degraded``)."""
+    problems = validate.problems(old.ignition, "spec.config")
+    if problems:
+        raise ConfigError(
+            "could not calculate config diff: parsing old Ignition config failed with error: "
+            + "; ".join(problems)
+        )
+
+
 def unreconcilable_detail(
     old: MachineConfig, new: MachineConfig, overrides: Overrides, node_fips: bool | None
 ) -> str:
-    problems = validate.problems(new.ignition, "spec.config") + _spec_problems(new)
+    problems = gate.problems(new)  # the one gate, in upstream's frame
     if problems:
-        return (
-            f"validating new Ignition config from machineconfig {goquote(new.name)} failed: "
-            + "; ".join(problems)
-        )
+        return gate.refusal(new.name, problems)
     detail = (
         _passwd_detail(old.ignition.passwd, new.ignition.passwd)
         or _fixed_detail(old.ignition.fixed, new.ignition.fixed, overrides.storage)
@@ -73,19 +78,6 @@ def unreconcilable_detail(
     if new.fips != fips_now:
         return "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
     return ""
-
-
-def _spec_problems(mc: MachineConfig) -> list[str]:
-    problems = []
-    if mc.kernel_type not in KERNEL_TYPES:
-        problems.append(
-            f"spec.kernelType: invalid kernelType {goquote(mc.kernel_type)}; "
-            "must be one of default, realtime, 64k-pages"
-        )
-    invalid = [e for e in mc.extensions if e not in SUPPORTED_EXTENSIONS]
-    if invalid:
-        problems.append(f"spec.extensions: invalid extensions found: [{' '.join(invalid)}]")
-    return problems
 
 
 def _passwd_detail(old: Passwd, new: Passwd) -> str:
@@ -129,7 +121,7 @@ def _fixed_detail(old: FixedSections, new: FixedSections, storage: StorageOverri
 def _files_detail(new: IgnitionConfig) -> str:
     for file in new.files:
         if file.append:
-            return f"ignition file {file.path} includes append"
+            return f"ignition file {printable(file.path)} includes append"
         if file.path == FORCE_FILE:
             return f"cannot create {FORCE_FILE} via Ignition"
     return ""

@@ -18,6 +18,7 @@ class Annotation(StrEnum):
     DESIRED_DRAIN = ANNOTATION_PREFIX + "desiredDrain"
     LAST_APPLIED_DRAIN = ANNOTATION_PREFIX + "lastAppliedDrain"
     POST_CONFIG_ACTION = ANNOTATION_PREFIX + "post-config-action"
+    CONTROL_PLANE_TOPOLOGY = ANNOTATION_PREFIX + "controlPlaneTopology"
     SSH = ANNOTATION_PREFIX + "ssh"  # "accessed": someone logged in since boot (login monitor)
 
 
@@ -30,6 +31,16 @@ class NodeState(StrEnum):
     DEGRADED = "Degraded"
     UNRECONCILABLE = "Unreconcilable"
     REBOOTING = "Rebooting"
+
+
+SINGLE_REPLICA = "SingleReplica"
+"""configv1.SingleReplicaTopologyMode: the node controller copies the Infrastructure's
+``controlPlaneTopology`` onto each Node; on a single-node cluster nothing drains."""
+
+
+def drain_required(annotations: dict[str, str]) -> bool:
+    """Upstream ``drainRequired``: no drain on a single-node (SingleReplica) cluster."""
+    return annotations.get(Annotation.CONTROL_PLANE_TOPOLOGY, "") != SINGLE_REPLICA
 
 
 REASON_LIMIT = 2000

@@ -34,7 +34,7 @@ from mcd.cluster.node import annotations_of
 from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
-from tests.fakes import rpm_ostree
+from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
 
@@ -69,6 +69,8 @@ def make_root(root: Path) -> None:
     (root / "run/ostree-booted").write_text("")
     (root / "proc/sys/kernel/random").mkdir(parents=True)
     (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
+    (root / "proc/sys/crypto").mkdir(parents=True)
+    (root / "proc/sys/crypto/fips_enabled").write_text("0\n")  # as every RHCOS node has
 
 
 class AgentNode:
@@ -86,12 +88,12 @@ class AgentNode:
         self.cluster = cluster
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.root = workdir / "root"
-        make_root(self.root)
+        self.root = self.make_host()
         self.new_boot_id()
         self.rpm_state = workdir / "rpm-ostree.json"
-        rpm_ostree.save(self.rpm_state, rpm_ostree.new_state(image))
-        self.bus = SystemdBus(workdir / "bus", self.root).start()
+        # deployments in a real OSTree sysroot where the machine can (root, ostree installed)
+        self.sysroot = workdir / "sysroot" if ostree_sysroot.available() else None
+        rpm_ostree.save(self.rpm_state, rpm_ostree.new_state(image, sysroot=self.sysroot))
         self.name = cluster.node(base)
         self.drain_mode = drain_mode
         self.extra_args = extra_args
@@ -103,13 +105,25 @@ class AgentNode:
 
     # -- the node's host -------------------------------------------------------------------
 
+    def make_host(self) -> Path:
+        """The node's root and its systemd: a temp root and the D-Bus test service here;
+        ``tests/real`` overrides it with a real systemd in a container."""
+        root = self.workdir / "root"
+        make_root(root)
+        self.bus = SystemdBus(self.workdir / "bus", root).start()
+        return root
+
+    @property
+    def bus_address(self) -> str:
+        return self.bus.address
+
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "KUBECONFIG")}
         env.update(
             PATH=f"{BIN}:{env['PATH']}",
             MCD_FAKE_RPMOSTREE_STATE=str(self.rpm_state),
             MCD_TEST_PYTHON=sys.executable,
-            DBUS_SYSTEM_BUS_ADDRESS=self.bus.address,
+            DBUS_SYSTEM_BUS_ADDRESS=self.bus_address,
             PYTHONUNBUFFERED="1",
             PYTHONPATH=str(REPO),
         )
@@ -136,7 +150,7 @@ class AgentNode:
         source.write_text(json.dumps(doc))
         saved = {k: os.environ.get(k) for k in ("PATH", "MCD_FAKE_RPMOSTREE_STATE")}
         os.environ.update(self.env())
-        client = DBusSystemd(self.bus.address)
+        client = DBusSystemd(self.bus_address)
         try:
             once_from(str(source), node_for(Root(self.root), client), skip_reboot=True)
         finally:
@@ -155,7 +169,7 @@ class AgentNode:
             sys.executable, "-m", "mcd", "start",
             "--node-name", self.name,
             "--root-mount", str(self.root),
-            "--kubeconfig", str(self.cluster.kubeconfig),
+            "--kubeconfig", str(self.cluster.agent_kubeconfig),
             "--drain-mode", self.drain_mode,
             "--metrics-url", f"127.0.0.1:{metrics_port or self.metrics_port}",
             "--no-kubelet-healthz",
@@ -284,6 +298,8 @@ class AgentNode:
         with contextlib.suppress(Exception):
             self.kill()
         self.bus.stop()
+        if self.sysroot is not None:
+            ostree_sysroot.purge(self.sysroot)
 
 
 def create_config(cluster: TestCluster, doc: Obj) -> None:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
+from mcd.host.lock import LOCK_PATH
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, PULL_SECRET, worker
@@ -182,10 +183,12 @@ def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(
 
 
 def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file's mode and bytes; the writer lock's file (who last held it) is left out."""
     out = {}
+    lock = root / LOCK_PATH.lstrip("/")
     for path in sorted(root.rglob("*")):
-        if path.name == "machine-config-daemon.lock":
-            continue  # the writer lock's holder line (mcd's own /run state, not the config)
+        if path == lock:
+            continue
         if path.is_file() and not path.is_symlink() and "proc" not in path.parts:
             out[str(path.relative_to(root))] = (path.stat().st_mode, path.read_bytes())
     return out
@@ -375,7 +378,9 @@ def test_a_login_sets_ssh_accessed_once_and_counts_it(
 ) -> None:
     """Two logins this boot before the agent started: one annotation, two counted, and
     ``mcd status`` shows the login beside the state."""
-    node = make_node()
+    node = make_node(
+        fake_systemd=True
+    )  # logins come from a journal written here, not the container's
     write_logins(node.root / "run/log/journal", "logind:4", "logind:5", "fake:6")
     boot_on(node, kube_cluster)
     node.wait_for(lambda: node.annotations().get(Annotation.SSH) == "accessed", 10, "ssh=accessed")

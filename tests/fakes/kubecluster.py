@@ -17,6 +17,7 @@ from typing import Any
 
 from mcd.cluster.api import ApiError, Kube, load_client
 from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.realcluster import AGENT_KUBECONFIG_ENV
 
 Obj = dict[str, Any]
 TEST_LABEL = {"mcd-test": "true"}
@@ -53,6 +54,9 @@ class TestCluster:
         else:
             self.fake = FakeApiServer().start()
             self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url)
+        # what the agents use: on a real cluster, a token of the ServiceAccount in daemonset/
+        agent = os.environ.get(AGENT_KUBECONFIG_ENV) if real else None
+        self.agent_kubeconfig = Path(agent) if agent else self.kubeconfig
         self.kube = Kube(load_client(str(self.kubeconfig)))
         self.kube.api.user_agent = TEST_USER_AGENT  # tell the tests' requests from the agent's
         self.suffix = uuid.uuid4().hex[:6]
@@ -106,6 +110,21 @@ class TestCluster:
             "metadata": {"name": name},
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}},
         })  # fmt: skip
+
+    def budget_in_force(self, namespace: str, pdb: str) -> bool:
+        """The budget's status is computed for its current spec and it allows no disruption.
+
+        A real cluster needs a moment for that: the kubelet reports the pods Running and Ready,
+        then the disruption controller counts them (until then the pods are evictable)."""
+        got = self.kube.request(
+            "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{pdb}"
+        )
+        status = got.get("status") or {}
+        return (
+            status.get("observedGeneration") == got["metadata"].get("generation")
+            and status.get("currentHealthy", 0) >= 1
+            and status.get("disruptionsAllowed") == 0
+        )
 
     def set_min_available(self, namespace: str, pdb: str, value: int) -> None:
         """Loosen or tighten a budget, as an admin would to release a blocked drain."""

@@ -1,4 +1,4 @@
-"""A stand-in ``rpm-ostree`` for tests: deployments in a JSON state file.
+"""A stand-in ``rpm-ostree`` for tests (rpm-ostree itself is not packaged here).
 
 Invoked as ``rpm-ostree ...`` through ``tests/fakes/bin/rpm-ostree`` with
 ``MCD_FAKE_RPMOSTREE_STATE`` naming the state file. It prints ``status --json``
@@ -6,6 +6,14 @@ in the real key shapes, stages a deployment on rebase / kargs / override /
 update, drops it on ``cleanup -p``, and fails on demand: the state's
 ``"fail": {"rebase": "error: ..."}`` makes that verb print the message and
 exit 1 (``"fail_times"`` limits how many times).
+
+Deployments live in one of two places. Given a ``sysroot`` (``new_state(...,
+sysroot=DIR)``, as root with ``ostree`` installed), they are real OSTree
+deployments in that sysroot (:mod:`tests.fakes.ostree_sysroot`): every stage is an
+``ostree admin deploy`` with its kernel arguments, every cleanup an ``undeploy``,
+and ``status`` is read back from the sysroot. Without one, they are entries in
+the JSON state file. :func:`load` and :func:`save` show both the same way: a
+deployment a test drops from ``state["deployments"]`` is undeployed.
 
 The harness boots the staged deployment with :func:`boot_staged`.
 """
@@ -17,12 +25,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.fakes import ostree_sysroot
+
 State = dict[str, Any]
 
 
 def new_state(
-    image: str = "quay.io/openshift/os@sha256:1111", kargs: list[str] | None = None
+    image: str = "quay.io/openshift/os@sha256:1111",
+    kargs: list[str] | None = None,
+    sysroot: Path | None = None,
 ) -> State:
+    if sysroot is not None:
+        booted = ostree_sysroot.init(sysroot, image, kargs or ["root=UUID=abc", "rw"])
+        return {
+            "sysroot": str(sysroot),
+            "booted": booted,
+            "fail": {},
+            "fail_times": {},
+            "calls": [],
+        }
     return {
         "deployments": [
             _deployment(image, kargs or ["root=UUID=abc", "rw"], booted=True, serial=0)
@@ -58,20 +79,69 @@ def _deployment(image: str, kargs: list[str], booted: bool = False, serial: int 
     }
 
 
+def _name(deployment: State) -> str:
+    return str(deployment["id"]).removeprefix("rhcos-")
+
+
+def _from_sysroot(state: State) -> list[State]:
+    """The sysroot's deployments in ``status --json`` shape (plus the stand-in's ``kargs``)."""
+    found = ostree_sysroot.deployments(Path(state["sysroot"]))
+    names = [d["name"] for d in found]
+    booted_at = names.index(state["booted"]) if state["booted"] in names else len(names)
+    out = []
+    for i, d in enumerate(found):
+        out.append({
+            "id": f"rhcos-{d['name']}", "osname": ostree_sysroot.OSNAME, "serial": d["serial"],
+            "checksum": d["checksum"], "version": ostree_sysroot.VERSION, "timestamp": 1795225600,
+            "booted": i == booted_at, "staged": i < booted_at, "pinned": False,
+            "unlocked": "none", "container-image-reference": d["container-image-reference"],
+            "requested-packages": d["requested-packages"], "requested-local-packages": [],
+            "requested-base-removals": d["requested-base-removals"],
+            "packages": d["requested-packages"], "kargs": d["kargs"],
+        })  # fmt: skip
+    return out
+
+
 def load(path: Path) -> State:
     data: State = json.loads(path.read_text())
+    if "sysroot" in data:
+        data["deployments"] = _from_sysroot(data)
     return data
 
 
 def save(path: Path, state: State) -> None:
+    state = dict(state)
+    if "sysroot" in state and "deployments" in state:
+        # the sysroot is the record: apply what the caller changed to it
+        wanted = state.pop("deployments")
+        names = {_name(d) for d in wanted}
+        booted = [_name(d) for d in wanted if d["booted"]]
+        state["booted"] = booted[0] if booted else state["booted"]
+        for d in _from_sysroot(state):
+            if _name(d) not in names:
+                ostree_sysroot.undeploy(Path(state["sysroot"]), _name(d))
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=1))
     os.replace(tmp, path)
 
 
 def boot_staged(path: Path) -> bool:
-    """The harness's reboot: the staged deployment becomes the booted one (False if none)."""
+    """The harness's reboot: the staged deployment becomes the booted one (False if none);
+    what stays is the new booted deployment and the one booted before it (the rollback)."""
     state = load(path)
+    if "sysroot" in state:
+        staged = [d for d in state["deployments"] if d["staged"]]
+        if not staged:
+            return False
+        rollback = state["booted"]
+        state["booted"] = _name(staged[0])
+        for d in state["deployments"]:
+            d["booted"] = _name(d) == state["booted"]
+        state["deployments"] = [
+            d for d in state["deployments"] if _name(d) in (state["booted"], rollback)
+        ]
+        save(path, state)
+        return True
     staged = [d for d in state["deployments"] if d["staged"]]
     if not staged:
         return False
@@ -92,6 +162,17 @@ def _default(state: State) -> State:
 def _stage(state: State, image: str | None = None, kargs: list[str] | None = None,
            packages: list[str] | None = None, removals: list[str] | None = None) -> None:  # fmt: skip
     base = _default(state)
+    if "sysroot" in state:
+        ostree_sysroot.deploy(
+            Path(state["sysroot"]),
+            image or base["container-image-reference"].split(":", 1)[1],
+            base["kargs"] if kargs is None else kargs,
+            base["requested-packages"] if packages is None else packages,
+            base["requested-base-removals"] if removals is None else removals,
+            booted=state["booted"],
+        )
+        state["deployments"] = _from_sysroot(state)
+        return
     serial = max(d["serial"] for d in state["deployments"]) + 1
     new = _deployment(
         image or base["container-image-reference"].split(":", 1)[1],

@@ -10,7 +10,7 @@ Run as ``python -m tests.fakes.systemd1 --address ADDR --root ROOT --state DIR``
   result is ``done`` unless ``DIR/faults.json`` says otherwise.
 * Every call is appended to ``DIR/calls.jsonl`` for the tests to read.
 
-``faults.json``: ``{"jobs": {"crio.service": "failed"}, "methods": {"DaemonReload": "org.freedesktop.DBus.Error.Failed"}}``.
+``faults.json``: ``{"jobs": {"crio.service": "failed"}, "methods": {"Reload": "org.freedesktop.DBus.Error.Failed"}}``.
 """
 
 import argparse
@@ -115,8 +115,8 @@ class Manager(ServiceInterface):
         self._record("Subscribe")
 
     @method()
-    def DaemonReload(self) -> None:
-        self._record("DaemonReload")
+    def Reload(self) -> None:  # systemctl daemon-reload
+        self._record("Reload")
 
     @method()
     def GetUnitFileState(self, name: DBusStr) -> DBusStr:

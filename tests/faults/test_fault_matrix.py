@@ -90,7 +90,7 @@ def cell_for(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> Iterator[Callable[[str], Cell]]:
     def make(kind: str) -> Cell:
-        node = make_node()
+        node = make_node(fake_systemd=True)  # faults are injected into the D-Bus test service
         node.base_env[RETRY_ENV] = "0.2"  # upstream's 10 s first delay, scaled down
         name = kube_cluster.name("rendered-worker-1")
         doc = base_doc(name)

@@ -3,7 +3,8 @@
 Each file says, in its header, the exit code and the exact reason ``mcd once-from``
 must give when the config is applied over ``tests/data/base-worker-1.yaml``. The
 node's root holds two traps: ``/etc/escape``, a symlink leading out of the root to a
-sibling ``outside`` directory, and ``/etc/loop``, a symlink to itself. For every
+sibling ``outside`` directory, and ``/etc/loop``, a symlink to itself; and RHCOS's
+``/var/run -> ../run``, ``/lib -> usr/lib`` and ``/bin -> usr/bin``. For every
 file: the reason is exact, there is no traceback, nothing hangs, and not one byte,
 mode, owner or timestamp changes, inside the root or beside it.
 """
@@ -104,6 +105,16 @@ def once_from(source: Path, root: Path, state: Path) -> tuple[int, str]:
     return result.exit_code, result.stderr
 
 
+def rhcos_links(root: Path) -> None:
+    """Some of RHCOS's real top-level symlinks (``/var/run``, ``/lib``, ``/bin``)."""
+    (root / "var").mkdir(exist_ok=True)
+    (root / "var/run").symlink_to("../run")
+    (root / "usr/lib").mkdir(parents=True, exist_ok=True)
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (root / "lib").symlink_to("usr/lib")
+    (root / "bin").symlink_to("usr/bin")
+
+
 @pytest.fixture(scope="module")
 def base_node(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A node provisioned with the base config: its root and its rpm-ostree state."""
@@ -136,6 +147,7 @@ def test_bad_config_is_refused_with_its_exact_reason_and_nothing_changes(
     (outside / "sentinel").write_text("not the node's\n")
     (root / "etc/escape").symlink_to("../../outside")
     (root / "etc/loop").symlink_to("loop")
+    rhcos_links(root)
     before = snapshot(tmp_path)
 
     with deadline(SECONDS_PER_CASE, source.name):

@@ -110,8 +110,9 @@ def test_writer_skips_no_op_writes_and_cuts_reason(kube_cluster: TestCluster) ->
     node = kube_cluster.node("worker")
     writer = NodeWriter(kube_cluster.kube, node)
     writer.set_annotations({Annotation.STATE: "Degraded", Annotation.REASON: "x" * 5000})
+    sent = writer.patches  # 1, or 2 where a kubelet's status update raced it (a 409, redone)
     writer.set_annotations({Annotation.STATE: "Degraded", Annotation.REASON: "x" * 5000})
-    assert writer.patches == 1
+    assert writer.patches == sent  # nothing to change: no request
     got = annotations_of(kube_cluster.get_node(node))
     assert got[Annotation.STATE] == "Degraded"
     assert len(got[Annotation.REASON]) == REASON_LIMIT

@@ -1,6 +1,7 @@
 """Crash matrix: ``mcd once-from`` killed with SIGKILL at every step boundary of the update
-transaction (and inside the file writes); the next run converges to the target, with no file
-left from the wrong side. The table of points and outcomes is printed."""
+transaction (and inside the file writes), and inside rollbacks (an update failing at a
+random step, killed at a random point of its rollback); the next run converges to the
+target, with no file left from the wrong side. The table of points and outcomes is printed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcd.agent.journal import JOURNAL
 from mcd.host.rootfs import Root
@@ -66,10 +69,13 @@ class Harness:
         path.write_text(json.dumps(doc))
         return path
 
-    def run(self, source: Path, crash_at: str = "", skip_reboot: bool = False) -> int:
+    def run(
+        self, source: Path, crash_at: str = "", skip_reboot: bool = False, enospc_at: str = ""
+    ) -> int:
         env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", PYTHONPATH=str(REPO),
                    MCD_FAKE_RPMOSTREE_STATE=str(self.state), MCD_TEST_PYTHON=sys.executable,
-                   DBUS_SYSTEM_BUS_ADDRESS=self.bus.address, MCD_CRASH_AT=crash_at)  # fmt: skip
+                   DBUS_SYSTEM_BUS_ADDRESS=self.bus.address, MCD_CRASH_AT=crash_at,
+                   MCD_ENOSPC_AT=enospc_at)  # fmt: skip
         argv = [sys.executable, "-m", "mcd", "once-from", str(source), "--root", str(self.root)]
         proc = subprocess.run(argv + (["--skip-reboot"] if skip_reboot else []),
                               env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
@@ -135,3 +141,42 @@ def run_point(scenario: str, point: str, root: Path, bus: SystemdBus) -> tuple[s
     assert not (root / JOURNAL.lstrip("/")).exists()
     assert not list(root.rglob("*.mcd-tmp"))
     return point, "killed", f"converged to {outcome}"
+
+
+ROLLBACK_CASES = [
+    ("passwd", "rollback:begin"),
+    ("passwd", "rollback:passwd"),
+    ("passwd", "rollback:files"),
+    ("actions", "rollback:files"),
+    ("files:3", "rollback:files"),
+    ("commit", "rollback:passwd"),
+]
+"""(where the update fails with ENOSPC, where its rollback is then SIGKILLed)"""
+
+
+@settings(max_examples=int(os.environ.get("MCD_ROLLBACK_CRASHES", "4")), deadline=None,
+          database=None, suppress_health_check=list(HealthCheck))  # fmt: skip
+@given(st.sampled_from(ROLLBACK_CASES))
+def test_sigkill_inside_a_rollback_converges(
+    tmp_path_factory: pytest.TempPathFactory, node_root: Path, case: tuple[str, str]
+) -> None:
+    fail_at, crash_at = case
+    root = tmp_path_factory.mktemp("rollback") / "root"
+    shutil.copytree(node_root, root, symlinks=True)
+    bus = SystemdBus(root.parent / "bus", root).start()
+    try:
+        h = Harness(root.parent, root, bus)
+        assert h.run(h.config(OLD), skip_reboot=True) == 0
+        source = h.config(NEW_FILES)
+        killed = h.run(source, crash_at=crash_at, skip_reboot=True, enospc_at=fail_at)
+        assert killed == -signal.SIGKILL, f"{case}: the rollback's crash point was not reached"
+        entry = json.loads((root / JOURNAL.lstrip("/")).read_text())
+        assert entry["phase"] == "rolling-back"
+        assert h.run(source, skip_reboot=True) == 0  # finishes the rollback, then the update
+        assert h.current() == "rendered-worker-2"
+        assert h.matches(NEW_FILES), f"{case}: the node does not match rendered-worker-2"
+        assert not (root / "etc/app/only-old").exists()
+        assert not (root / JOURNAL.lstrip("/")).exists()
+        assert not list(root.rglob("*.mcd-tmp"))
+    finally:
+        bus.stop()

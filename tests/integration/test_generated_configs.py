@@ -42,11 +42,23 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from tests.e2e.harness import IMAGE_A, make_root
 from tests.fakes.memory_systemd import MemorySystemd
-from tests.integration.test_bad_corpus import BASE, Snapshot, deadline, snapshot
+from tests.integration.test_bad_corpus import BASE, Snapshot, deadline, rhcos_links, snapshot
 
 COUNT = int(os.environ.get("MCD_GENERATED_CONFIGS", "2000"))
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBaseKey core@base"
 
+RESPELLED = [
+    "/etc//app/app.conf", "/etc/./new.conf", "//proc/sysrq-trigger", "/./dev/sda", "//usr/bin/x",
+    "/run//machine-config-daemon-force", "/etc/app/.", "/etc/gen/x/../y", "/etc/" + "n" * 250,
+]  # fmt: skip
+"""Other spellings of paths (the gate refuses them all: Ignition's clean paths)."""
+RHCOS_PARENTS = [
+    "/var/run/machine-config-daemon-force", "/var/run/gen.conf", "/run/gen.conf", "/lib/x.so",
+    "/bin/tool", "/var/run/machine-config-daemon.lock", "/etc/machine-config-daemon/currentconfig",
+    "/etc/systemd/system/b.service", "/etc/systemd/system/app.service.d/x.conf",
+]  # fmt: skip
+"""Paths through RHCOS's top-level symlinks (the base root has ``/var/run -> ../run``,
+``/lib -> usr/lib``, ``/bin -> usr/bin``), and mcd's own places."""
 segment = st.sampled_from(["..", ".", "escape", "loop", "app", "a.conf", "x", ""]) | st.text(
     string.ascii_letters + string.digits + "._-", min_size=1, max_size=10
 )
@@ -67,6 +79,7 @@ paths = st.one_of(
         "/run/machine-config-daemon-force", "/var/lib/kubelet/config.json", "/", "",
         "/etc/app", "/etc/app/app.conf/inside", "/home/core/.ssh/authorized_keys.d/ignition",
     ]),
+    st.sampled_from(RESPELLED + RHCOS_PARENTS),
     st.lists(segment, min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts)),
     st.text(max_size=20),
 )  # fmt: skip
@@ -87,6 +100,7 @@ owners: st.SearchStrategy[dict[str, Any] | None] = st.one_of(
     st.none(),
     st.sampled_from(["root", "core", "mallory"]).map(lambda name: {"name": name}),
     st.integers(-2, 70000).map(lambda uid: {"id": uid}),
+    st.sampled_from([2**32 - 2, 2**32 - 1, 2**32, 2**63]).map(lambda uid: {"id": uid}),
 )
 
 
@@ -191,7 +205,9 @@ def documents(draw: st.DrawFn) -> bytes:
     }
     spec: dict[str, Any] = {"osImageURL": IMAGE_A, "config": config}
     if wild and draw(st.integers(0, 9)) == 0:
-        spec["kernelArguments"] = draw(st.lists(st.sampled_from(["nosmt", "a=b", ""]), max_size=2))
+        spec["kernelArguments"] = draw(
+            st.lists(st.sampled_from(["nosmt", "a=b", "", "a\nb", "x\x00", "\x1b[2J"]), max_size=2)
+        )
     if wild and draw(st.integers(0, 14)) == 0:
         spec["extensions"] = draw(st.lists(st.sampled_from(["usbguard", "emacs"]), max_size=2))
     if wild and draw(st.integers(0, 19)) == 0:
@@ -219,6 +235,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MachineConfig]
     assert once_from(str(BASE), node, skip_reboot=True) == Outcome.REBOOT_PENDING
     (root / "etc/escape").symlink_to("../../outside")
     (root / "etc/loop").symlink_to("loop")
+    rhcos_links(root)
     return root, load_machine_config(BASE.read_bytes())
 
 

@@ -144,8 +144,8 @@ def test_restart_and_reload_wait_for_the_job_result(
     systemd_bus.fail_job("crio.service", "failed")
     with pytest.raises(JobFailed, match=r"restarting crio\.service failed: job result 'failed'"):
         client.restart("crio.service")
-    members = [c["member"] for c in systemd_bus.calls("RestartUnit", "ReloadUnit", "DaemonReload")]
-    assert members == ["RestartUnit", "ReloadUnit", "DaemonReload", "RestartUnit"]
+    members = [c["member"] for c in systemd_bus.calls("RestartUnit", "ReloadUnit", "Reload")]
+    assert members == ["RestartUnit", "ReloadUnit", "Reload", "RestartUnit"]
 
 
 def test_reboot_is_ordered_after_ostree_finalize_staged(

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from mcd.cli import cli
 from mcd.host import journal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,3 +86,40 @@ def test_sd_notify_is_a_no_op_outside_systemd(
     assert not journal.notify("x", ready=True)
     monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "gone"))
     assert not journal.notify("x", ready=True)  # a vanished socket is not an error
+
+
+class _Seen(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[tuple[str | None, str | None]] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.fields.append((getattr(record, "MCD_NODE", None), getattr(record, "MCD_CONFIG", None)))
+        return True
+
+
+def test_mcd_start_tags_every_entry_with_node_and_config(
+    tmp_path: Path, restore_logging: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mcd start` installs MCD_NODE itself; MCD_CONFIG follows the config being worked on."""
+    real = journal._handler  # never the machine's own journal: stderr, same filters
+    monkeypatch.setattr(journal, "_handler", lambda _s, *rest: real(str(tmp_path / "none"), *rest))
+    result = CliRunner().invoke(
+        cli, ["start", "--node-name", "worker-7", "--kubeconfig", str(tmp_path / "missing"),
+              "--root-mount", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 1  # cannot start without a cluster; logging is set up first
+    (handler,) = journal._installed
+    seen = _Seen()
+    handler.addFilter(seen)
+    log = logging.getLogger("mcd.test")
+    log.info("booting")
+    journal.set_log_fields(MCD_CONFIG="rendered-worker-2")
+    log.info("updating")
+    journal.set_log_fields(MCD_CONFIG=None)
+    log.info("idle")
+    assert seen.fields == [
+        ("worker-7", None),
+        ("worker-7", "rendered-worker-2"),
+        ("worker-7", None),
+    ]

@@ -34,11 +34,13 @@ def test_diff_shows_text_changes_and_hides_secrets(tmp_path: Path) -> None:
         file_entry("/etc/app.conf", "threads=4\ncache=on\n"),
         file_entry("/var/lib/kubelet/config.json", SECRET, 0o600),
         file_entry("/etc/pki/tls/private/node.key", KEY, 0o600),
-        file_entry("/etc/gone", "bye\n")],
+        file_entry("/etc/gone", "bye\n"),
+        file_entry("/etc/app/db.conf", "user=app\nMARKER-old-password\n", 0o640)],
         units=[{"name": "app.service", "contents": UNIT, "enabled": True}],
         users=[{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAold"]}]))  # fmt: skip
     b = write(tmp_path, mc_doc("rendered-2", files=[
-        file_entry("/etc/app.conf", "threads=8\ncache=on\n", 0o640),
+        file_entry("/etc/app.conf", "threads=8\ncache=on\n", 0o755),
+        file_entry("/etc/app/db.conf", "user=app\nMARKER-new-password\n", 0o640),
         file_entry("/var/lib/kubelet/config.json", SECRET.replace("c3Vw", "bmV3"), 0o600),
         file_entry("/etc/pki/tls/private/node.key", KEY.replace("MIIE", "MIIF"), 0o600),
         file_entry("/etc/new", "hello\n")],
@@ -48,7 +50,10 @@ def test_diff_shows_text_changes_and_hides_secrets(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["diff", str(a), str(b)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "~ /etc/app.conf: changed (mode 0644 -> 0640)" in out
+    assert "~ /etc/app.conf: changed (mode 0644 -> 0755)" in out
+    # not world-readable: secret, whatever its name
+    assert "~ /etc/app/db.conf: changed (secret contents changed (not shown))" in out
+    assert "MARKER" not in out
     assert "--- a(rendered-1)/etc/app.conf\n+++ b(rendered-2)/etc/app.conf\n" in out
     assert "-threads=4\n+threads=8\n cache=on\n" in out
     assert "~ /var/lib/kubelet/config.json: changed (secret contents changed (not shown))" in out

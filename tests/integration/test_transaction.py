@@ -96,6 +96,8 @@ def test_os_pivot_stages_reboots_and_completes_after_the_reboot(ostree: OstreeNo
     calls = [c["argv"] for c in ostree.rpm()["calls"]]
     assert ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_B}"] in calls
     assert all(c["client"] == "machine-config-operator" for c in ostree.rpm()["calls"])
+    # useMergedPullSecrets: rpm-ostree pulls with the cluster pull secret (a link, not a copy)
+    assert os.readlink(ostree.root / "run/ostree/auth.json") == "/var/lib/kubelet/config.json"
     assert ostree.bus.calls("StartTransientUnit")  # the reboot was asked of systemd
     assert ostree.current() == "rendered-worker-1"  # not promoted before the new deployment boots
     assert (ostree.root / JOURNAL.lstrip("/")).exists()
@@ -270,3 +272,19 @@ def test_kernel_arguments_are_checked_after_the_reboot(ostree: OstreeNode) -> No
     with pytest.raises(UpdateError, match=r"missing expected kernel arguments: \[nosmt\]"):
         ostree.apply(new)
     assert ostree.current() == "rendered-worker-1"
+
+
+def test_firstboot_fips_config_on_a_fips_node(ostree: OstreeNode) -> None:
+    """Upstream setNodeFipsIntoMC: firstboot compares against the node's FIPS mode."""
+    (ostree.root / "proc/sys/crypto").mkdir(parents=True)
+    (ostree.root / "proc/sys/crypto/fips_enabled").write_text("1\n")
+    doc = mc_doc("rendered-worker-1", osImageURL=IMAGE_A, fips=True)
+    (ostree.root / "etc/ignition-machine-config-encapsulated.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(
+        cli, ["firstboot-complete-machineconfig", "--root-mount", str(ostree.root)],
+        env=cli_env(ostree),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # nothing differs from the booted node (image, FIPS): no update, no reboot
+    assert not (ostree.root / "etc/ignition-machine-config-encapsulated.json").exists()
+    assert not ostree.bus.calls("StartTransientUnit")

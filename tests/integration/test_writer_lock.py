@@ -210,3 +210,39 @@ def test_finishing_an_interrupted_update_is_reported_as_that(root: Path, tmp_pat
     )
     assert lines[1] == applied
     assert (root / "etc/app.conf").read_text() == "one\n"
+
+
+def test_two_writers_at_once_never_interleave(root: Path, tmp_path: Path) -> None:
+    """Two ``mcd once-from`` started together: each is applied whole or refused with the
+    lock's line, and the node ends exactly on one of them."""
+    a = write_config(tmp_path, "rendered-worker-a", "a\n" * 20000)
+    b = write_config(tmp_path, "rendered-worker-b", "b\n" * 20000)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "MCD_TEST_PYTHON": sys.executable}
+
+    def start(src: Path) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "mcd", "once-from", str(src), "--root", str(root)]
+        return subprocess.Popen(
+            [*argv, "--skip-reboot"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    procs = [start(a), start(b)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    results = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs, strict=True)]
+    applied = []
+    for (code, out, err), name in zip(
+        results, ("rendered-worker-a", "rendered-worker-b"), strict=True
+    ):
+        assert "Traceback" not in err
+        if code == 0:
+            assert f"{name} applied to {root}" in out
+            applied.append(name)
+        else:
+            errors = [line for line in err.splitlines() if line.startswith("error: ")]
+            assert len(errors) == 1 and "another writer holds the node: pid " in errors[0]
+    assert applied
+    current = json.loads((root / CURRENT_CONFIG_PATH.lstrip("/")).read_text())["metadata"]["name"]
+    assert current in applied
+    letter = current[-1]
+    assert (root / "etc/app.conf").read_text() == f"{letter}\n" * 20000
+    assert not (root / JOURNAL.lstrip("/")).exists()

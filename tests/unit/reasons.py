@@ -6,7 +6,14 @@ import ast
 from pathlib import Path
 
 MCD = Path(__file__).resolve().parents[2] / "mcd"
-RETURNED = {"validation.py", "reconcile.py", "validate.py"}  # functions that return reasons
+RETURNED = {
+    "validation.py",
+    "reconcile.py",
+    "validate.py",
+    "guards.py",
+    "values.py",
+    "gate.py",
+}  # functions that return reasons
 MIN_LEN = 10
 
 

@@ -3,6 +3,7 @@ cases), the same cases under node disruption policies, closest-path match, user 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,8 @@ def test_policy_changes_the_plan() -> None:
     plan = make_plan(old, new, policies)
     assert plan.actions == (restart("chronyd.service"),)
     assert not plan.drain and plan.cost is Cost.RESTART
-    assert plan.decisions[0].rule == "policy for /etc/chrony.conf"
+    assert plan.decisions[0].rule == "user policy for /etc/chrony.conf"
+    assert plan.policy_source.startswith("spec.nodeDisruptionPolicy merged over")
 
 
 @pytest.mark.parametrize(
@@ -160,7 +162,14 @@ def test_policy_changes_the_plan() -> None:
     [
         ([{"type": "Explode"}], 'unknown action type "Explode"'),
         ([{"type": "Reload"}], "Reload requires reload.serviceName"),
-        ([{"type": "Restart", "restart": {"serviceName": "../x"}}], "invalid service name"),
+        (
+            [{"type": "Restart", "restart": {"serviceName": "../x"}}],
+            "Invalid ${SERVICETYPE} in service name",
+        ),
+        (
+            [{"type": "Restart", "restart": {"serviceName": "a/b.service"}}],
+            "Invalid ${NAME} in service name",
+        ),
         ([{"type": "Reboot"}, {"type": "Drain"}], "Reboot action can only be specified standalone"),
         ([{"type": "None"}, {"type": "Drain"}], "None action can only be specified standalone"),
         ([{"type": "Special"}], 'unknown action type "Special"'),
@@ -168,7 +177,48 @@ def test_policy_changes_the_plan() -> None:
     ],
 )
 def test_bad_user_policies(actions: list[dict[str, Any]], message: str) -> None:
-    with pytest.raises(PolicyError, match=message.replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises(PolicyError, match=re.escape(message)):
         parse_user_policies(
             {"spec": {"nodeDisruptionPolicy": {"files": [{"path": "/etc/x", "actions": actions}]}}}
         )
+
+
+# Upstream FindClosestFilePolicyPathMatch + IsSubdirectory, case by case.
+@pytest.mark.parametrize(
+    ("policy_path", "path", "matches"),
+    [
+        ("/", "/etc/foo", False),  # Clean("/") + "/" is "//": a policy for / matches nothing
+        ("/", "/", True),  # ... but the exact path
+        ("/etc/", "/etc/foo", True),  # a trailing slash is cleaned away
+        ("/etc/foo/", "/etc/foo", False),  # exact match compares the raw strings
+        ("/etc//a", "/etc/a/b", True),  # Clean folds the double slash
+        ("etc", "/etc/foo", False),  # a relative policy path (the CRD allows it) never matches
+        ("/etc/a", "/etc/a/../b", False),  # the diff path is cleaned too
+    ],
+)
+def test_closest_file_policy_as_upstream(policy_path: str, path: str, matches: bool) -> None:
+    policies = DisruptionPolicies(files=(FilePolicy(policy_path, (NONE,)),))
+    assert (policies.closest_file_policy(path) is not None) is matches
+
+
+def test_policy_for_root_does_not_make_everything_rebootless() -> None:
+    user = parse_user_policies(
+        {"nodeDisruptionPolicy": {"files": [{"path": "/", "actions": [{"type": "None"}]}]}}
+    )
+    policies = merge_policies(DEFAULT_POLICIES, user)
+    old = mc("a", files=[file_entry("/etc/chrony.conf", "pool a")])
+    new = mc("b", files=[file_entry("/etc/chrony.conf", "pool b")])
+    plan = make_plan(old, new, policies)
+    assert plan.actions == (REBOOT,)
+    assert plan.decisions[0].rule == "no policy matches"
+
+
+def test_merge_keeps_duplicate_user_entries_first_wins() -> None:
+    """MergeClusterPolicies appends every non-default entry; the first of equal length wins."""
+    user = parse_user_policies({"nodeDisruptionPolicy": {"files": [
+        {"path": "/etc/x", "actions": [{"type": "None"}]},
+        {"path": "/etc/x", "actions": [{"type": "Reboot"}]},
+    ]}})  # fmt: skip
+    merged = merge_policies(DEFAULT_POLICIES, user)
+    assert len(merged.files) == len(DEFAULT_POLICIES.files) + 2
+    assert merged.closest_file_policy("/etc/x").actions == (NONE,)  # type: ignore[union-attr]

@@ -52,8 +52,9 @@ def test_plan_human_output_explains_why() -> None:
     code, out, _ = run("plan", EX1, EX2)
     assert code == 0
     assert "Cost: reload" in out
-    assert f"file {REG}: policy for {REG} -> Special" in out
-    assert "Drain: no (/etc/containers/registries.conf changes made are safe to skip drain)" in out
+    assert f"file {REG}: default policy for {REG} -> Special" in out
+    assert "Policies: the default cluster policies" in out
+    assert "Drain: no (/etc/containers/registries.conf: changes made are safe to skip drain)" in out
 
 
 def test_plan_with_policy_and_force(tmp_path: Path) -> None:

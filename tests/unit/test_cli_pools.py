@@ -28,10 +28,12 @@ def test_plan_needs_files_or_a_pool() -> None:
     # usage errors: exit 64 (README "Exit codes"), the reason on the last line
     code, out, err = run("plan")
     assert (code, out) == (64, "")
-    assert err.splitlines()[-1] == "Error: plan needs OLD and NEW, or --pool POOL"
+    assert (
+        err.splitlines()[-1] == "Error: plan needs OLD and NEW, --pool POOL or --from-cluster NODE"
+    )
     code, out, err = run("plan", EX1, "--pool", "worker")
     assert (code, out) == (64, "")
-    assert err.splitlines()[-1] == "Error: --pool takes no OLD or NEW"
+    assert err.splitlines()[-1] == "Error: --pool takes no OLD, NEW or --from-cluster"
 
 
 def test_plan_pool_without_a_cluster_says_so(tmp_path: Path) -> None:

@@ -63,6 +63,12 @@ class Env:
         })  # fmt: skip
 
 
+def corrupt_journal_root(env: Env) -> str:
+    root = env.applied_root()
+    (Path(root) / "etc/machine-config-daemon/transaction.json").write_bytes(b"")
+    return root
+
+
 @dataclass
 class Case:
     command: str
@@ -171,6 +177,21 @@ CASES = [
          "restore-ok"),
     Case("restore", lambda e: ["--root", e.applied_root(), "--config", e.missing], 1,
          lambda e: f"error: {e.missing}: No such file or directory", "restore-missing-config"),
+    # recover
+    Case("recover", lambda e: ["--root", e.applied_root()], 0,
+         lambda e: "journal: no interrupted update", "recover-inspect-ok"),
+    Case("recover", lambda e: ["--root", corrupt_journal_root(e)], 1,
+         lambda e: "journal: corrupt update journal /etc/machine-config-daemon/transaction.json: "
+                   "the file is empty; see what it says with `mcd recover`; `mcd recover "
+                   "--finish` completes it, `mcd recover --abandon` sets it aside",
+         "recover-inspect-corrupt", stream="stdout"),
+    Case("recover", lambda e: ["--root", e.applied_root(), "--abandon"], 0,
+         lambda e: "nothing to abandon: no interrupted update", "recover-abandon-nothing"),
+    Case("recover", lambda e: ["--root", e.applied_root(), "--current", EX1], 1,
+         lambda e: "error: /etc/machine-config-daemon/currentconfig is readable (config "
+                   "rendered-worker-1); refusing to replace it", "recover-current-readable"),
+    Case("recover", lambda e: ["--root", str(e.tmp), "--current", e.missing], 1,
+         lambda e: f"error: {e.missing}: No such file or directory", "recover-current-missing"),
     # start
     Case("start", lambda e: ["--kubeconfig", e.missing], 64,
          lambda e: "Usage: mcd start [OPTIONS]", "start-no-node-name"),

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mcd.model.actions import drain_decision
+from mcd.model.dataurl import encode_data_url
 from mcd.model.diff import file_changes
+from mcd.model.plan import make_plan
 from mcd.model.policy import NONE, REBOOT, SPECIAL, Action, reload
+from mcd.model.registries import RegistriesConfError
 from tests.builders import file_entry, mc
 
 REG = "/etc/containers/registries.conf"
@@ -79,7 +84,8 @@ CASES: list[tuple[str, tuple[Action, ...], str | None, bool]] = [
     ("search registry appended", (SPECIAL,), APPENDED_SEARCH, False),
     ("prefix changed", (SPECIAL,), PREFIX_CHANGED, True),
     ("blocked changed", (SPECIAL,), BLOCKED_CHANGED, True),
-    ("mirror-by-digest-only changed", (SPECIAL,), DIGEST_ONLY_CHANGED, True),
+    # isSafeContainerRegistryConfChanges never compares mirror-by-digest-only itself
+    ("mirror-by-digest-only changed", (SPECIAL,), DIGEST_ONLY_CHANGED, False),
     ("mirror for tag pulls added", (SPECIAL,), TAG_MIRROR_ADDED, True),
     ("new mirror on mirror-by-digest-only registry", (SPECIAL,),
      NEW_MIRROR_ON_DIGEST_ONLY_REGISTRY, False),
@@ -105,16 +111,121 @@ def test_drain_required(
         assert legacy.required is drain
 
 
-def test_unparseable_registries_conf_drains() -> None:
-    old = mc("old", files=[file_entry(REG, BASE)])
-    new = mc("new", files=[file_entry(REG, "this is [not toml")])
+# isSafeContainerRegistryConfChanges, rule by rule, where a reading of the rules differs
+# from upstream's code: (title, old registries.conf, new registries.conf, drain?).
+MIRROR = 'location = "r.example.com"\n\n[[registry.mirror]]\nlocation = "m.example.com"\n'
+UPSTREAM_RULES: list[tuple[str, str, str, bool]] = [
+    # "insecure value for registry %s has changed": the registry's own flag is checked
+    ("registry insecure changed", f"[[registry]]\n{MIRROR}",
+     f"[[registry]]\ninsecure = true\n{MIRROR}", True),
+    # a mirror's insecure is not compared (only location and pull-from-mirror)
+    ("mirror insecure changed", f"[[registry]]\n{MIRROR}",
+     f"[[registry]]\n{MIRROR}insecure = true\n", False),
+    # "pull-from-mirror value for mirror %s has changed": safe only towards digest-only
+    ("pull-from-mirror set to digest-only", f"[[registry]]\n{MIRROR}",
+     f'[[registry]]\n{MIRROR}pull-from-mirror = "digest-only"\n', False),
+    ("pull-from-mirror emptied on a digest-only registry",
+     f'[[registry]]\nmirror-by-digest-only = true\n{MIRROR}pull-from-mirror = "all"\n',
+     f"[[registry]]\nmirror-by-digest-only = true\n{MIRROR}", True),
+    # an added mirror is fine when it is digest-only OR the registry is mirror-by-digest-only
+    ("mirror for all pulls added on a mirror-by-digest-only registry",
+     f"[[registry]]\nmirror-by-digest-only = true\n{MIRROR}",
+     f'[[registry]]\nmirror-by-digest-only = true\n{MIRROR}\n[[registry.mirror]]\n'
+     'location = "n.example.com"\npull-from-mirror = "all"\n', False),
+    # allDigestOnlyMirror: with mirrors, only each mirror's pull-from-mirror counts
+    ("new mirror-by-digest-only registry whose mirror sets nothing", "",
+     f"[[registry]]\nmirror-by-digest-only = true\n{MIRROR}", True),
+    # allDigestOnlyMirror: without mirrors, the registry's flag decides
+    ("new registry without mirrors, mirror-by-digest-only", "",
+     '[[registry]]\nlocation = "r.example.com"\nmirror-by-digest-only = true\n', False),
+    ("new registry without mirrors", "", '[[registry]]\nlocation = "r.example.com"\n', True),
+    # registries are keyed by prefix when it is set
+    ("location changed under the same prefix",
+     '[[registry]]\nprefix = "p.io"\nlocation = "a.io"\n',
+     '[[registry]]\nprefix = "p.io"\nlocation = "b.io"\n', True),
+    # a V1 file decodes to an empty V2RegistriesConf: nothing removed, nothing added
+    ("v1 format", "", '[registries.search]\nregistries = ["docker.io"]\n', False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("title", "before", "after", "drain"), UPSTREAM_RULES, ids=[c[0] for c in UPSTREAM_RULES]
+)
+def test_registries_rules_as_upstream(title: str, before: str, after: str, drain: bool) -> None:
+    old = mc("old", files=[file_entry(REG, before)])
+    new = mc("new", files=[file_entry(REG, after)])
     decision = drain_decision((SPECIAL,), old, new, file_changes(old, new))
-    assert decision.required
-    assert "invalid registries.conf" in decision.reason
+    assert decision.required is drain, decision.reason
+    if drain:
+        assert decision.reason.startswith(f"{REG}: ")
+
+
+def test_unsafe_reason_is_upstream_log_line() -> None:
+    old = mc("old", files=[file_entry(REG, BASE)])
+    new = mc("new", files=[file_entry(REG, REMOVED_REGISTRY)])
+    reason = drain_decision((SPECIAL,), old, new, file_changes(old, new)).reason
+    assert reason == f"{REG}: registry registry.example.com/app has been removed"
+
+
+@pytest.mark.parametrize(
+    ("title", "entry", "message"),
+    [
+        # GetIgnitionFileDataByPath decodes the data URL but never gunzips
+        (
+            "gzip",
+            {
+                "path": REG,
+                "contents": {
+                    "source": encode_data_url(BASE.encode(), compress=True),
+                    "compression": "gzip",
+                },
+            },
+            f"failed decoding TOML content from file {REG}: ",
+        ),
+        (
+            "invalid TOML",
+            file_entry(REG, "this is [not toml"),
+            f"failed decoding TOML content from file {REG}: ",
+        ),
+        # BurntSushi/toml refuses a value of the wrong type for the Go field
+        (
+            "wrong type",
+            file_entry(REG, '[[registry]]\nlocation = "a.io"\ninsecure = "yes"\n'),
+            f"failed decoding TOML content from file {REG}: (last key 'insecure'): "
+            "incompatible types: TOML value has type string; destination has type boolean",
+        ),
+        (
+            "registry not an array",
+            file_entry(REG, '[registry]\nlocation = "a.io"\n'),
+            f"failed decoding TOML content from file {REG}: ",
+        ),
+        (
+            "bad data URL",
+            {"path": REG, "contents": {"source": "data:;base64,%%%"}},
+            "failed decoding Data URL scheme string ",
+        ),
+    ],
+)
+def test_unparseable_registries_conf_fails_the_update(
+    title: str, entry: dict[str, Any], message: str
+) -> None:
+    """isSafeContainerRegistryConfChanges returns an error: the update fails, no drain."""
+    old = mc("old", files=[file_entry(REG, BASE)])
+    new = mc("new", files=[entry])
+    with pytest.raises(RegistriesConfError) as e:
+        drain_decision((SPECIAL,), old, new, file_changes(old, new))
+    assert str(e.value).startswith(message)
+    if title == "bad data URL":  # upstream's reconcilable() refuses it first
+        assert not make_plan(old, new).reconcilable
+    else:
+        with pytest.raises(RegistriesConfError):
+            make_plan(old, new)
+    # A reboot drains anyway: the file is never decoded (isDrainRequiredForNodeDisruptionActions)
+    assert drain_decision((REBOOT,), old, new, file_changes(old, new)).required
 
 
 def test_safe_change_reason_matches_upstream_log() -> None:
     old = mc("old", files=[file_entry(REG, BASE)])
     new = mc("new", files=[file_entry(REG, APPENDED_SEARCH)])
     reason = drain_decision((SPECIAL,), old, new, file_changes(old, new)).reason
-    assert reason == "/etc/containers/registries.conf changes made are safe to skip drain"
+    assert reason == "/etc/containers/registries.conf: changes made are safe to skip drain"

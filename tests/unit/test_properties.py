@@ -77,6 +77,9 @@ def test_config_shaped_documents_never_crash(doc: Any) -> None:
         assert plan.reconcilable or plan.reason
 
 
+PRINTABLE = st.characters(exclude_categories=("Cc", "Cs"), include_characters="\t\n")
+ONE_LINE = st.characters(exclude_categories=("Cc", "Cs"))
+"""Text the gate lets through (control characters are refused: tests/unit/test_gate.py)."""
 paths = st.lists(st.text(string.ascii_lowercase + "-_", min_size=1, max_size=8), min_size=1,
                  max_size=3).map(lambda parts: "/etc/" + "/".join(parts))  # fmt: skip
 files = st.lists(
@@ -90,7 +93,7 @@ files = st.lists(
 units = st.lists(
     st.fixed_dictionaries(
         {"name": st.text(string.ascii_lowercase, min_size=1, max_size=8).map(lambda s: s + ".service"),
-         "enabled": st.booleans(), "contents": st.text(max_size=30)}
+         "enabled": st.booleans(), "contents": st.text(PRINTABLE, max_size=30)}
     ),
     max_size=4,
     unique_by=lambda u: u["name"],
@@ -103,7 +106,7 @@ machine_configs = st.builds(
                        "systemd": {"units": us}}}}
     ),
     files, units, st.lists(st.text(string.ascii_lowercase + "= ", max_size=10), max_size=3),
-    st.text(max_size=10),
+    st.text(ONE_LINE, max_size=10),
 )  # fmt: skip
 
 

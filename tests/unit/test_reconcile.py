@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd.model.errors import UnreconcilableError
+from mcd.model.errors import ConfigError, UnreconcilableError
 from mcd.model.plan import make_plan
 from mcd.model.reconcile import Overrides, StorageOverrides, check_reconcilable
 from tests.builders import file_entry, mc
@@ -108,3 +108,27 @@ def test_unreconcilable_plan_has_no_actions() -> None:
     assert plan.actions == ()
     assert not plan.drain and not plan.reboot
     assert "ignition disks section contains changes" in plan.reason
+
+
+def test_invalid_old_ignition_is_refused_when_diffing() -> None:
+    """Upstream update() -> newMachineConfigDiff: ParseAndConvertConfig(old) validates it; the
+    update fails (Degraded), before any reconcilability check."""
+    old = mc("old", files=[file_entry("etc/relative", "x")])
+    new = mc("new", files=[file_entry("/etc/foo", "x")])
+    with pytest.raises(ConfigError) as e:
+        make_plan(old, new)
+    assert str(e.value) == (
+        "could not calculate config diff: parsing old Ignition config failed with error: "
+        'spec.config.storage.files[0].path: path not absolute: "etc/relative"'
+    )
+
+
+def test_plan_takes_fips_from_the_node_as_upstream_checkFIPS() -> None:
+    """checkFIPS: desired == node is fine and sets current.Spec.FIPS = node (no fips diff)."""
+    plan = make_plan(mc("old", fips=False), mc("new", fips=True), node_fips=True)
+    assert plan.reconcilable and "fips" not in plan.diff.categories()
+    refused = make_plan(mc("old", fips=True), mc("new", fips=True), node_fips=False)
+    assert not refused.reconcilable
+    assert refused.reason.endswith(
+        "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+    )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from mcd.model import validate
 from mcd.model.errors import ConfigValidationError
+from mcd.model.machineconfig import load_machine_config
 from tests.builders import file_entry, mc
 
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -131,3 +133,26 @@ def test_every_problem_is_reported_at_once() -> None:
         validate.check(cfg.ignition, "spec.config")
     assert len(e.value.problems) == 2
     assert e.value.problems[0].startswith("spec.config.storage.files[0].path")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"path": "/etc/x", "overwrite": True},
+         "storage.files[0].overwrite: overwrite must be false if source is unspecified"),
+        ({"path": "/etc/x", "contents": {"verification": {"hash": "sha512-" + "0" * 128}}},
+         "storage.files[0].contents.verification.hash: "
+         "source must be specified if verification is specified"),
+    ],
+)  # fmt: skip
+def test_ignition_v3_resource_rules(entry: dict[str, object], problem: str) -> None:
+    """Ignition's own File.validateOverwrite and Resource.Validate, which upstream's parser
+    (ParseAndConvertConfig) applies to both configs when diffing."""
+    cfg = load_machine_config(
+        json.dumps({"ignition": {"version": "3.4.0"}, "storage": {"files": [entry]}}).encode()
+    ).ignition
+    assert problem in validate.problems(cfg)
+    v2_doc = {"ignition": {"version": "2.2.0"},
+              "storage": {"files": [{**entry, "filesystem": "root"}]}}  # fmt: skip
+    v2 = load_machine_config(json.dumps(v2_doc).encode()).ignition
+    assert not [p for p in validate.problems(v2) if "source" in p]

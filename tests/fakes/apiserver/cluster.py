@@ -39,6 +39,8 @@ RESOURCES = [
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False, ("mc",)),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False, ("mcp",)),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, ()),
+    Resource("machineconfiguration.openshift.io", "v1", "controllerconfigs", "ControllerConfig", False, ()),
+    Resource("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", False, ()),
 ]  # fmt: skip
 STATUS_SUBRESOURCE = frozenset({"machineconfigpools"})
 """Custom resources with ``subresources.status``: the main resource ignores status

@@ -156,6 +156,19 @@ class Store:
             name = meta.get("name")
             if not name:
                 raise ApiError(422, "Invalid", "metadata.name: Required value: name is required")
+            involved = obj.get("involvedObject")
+            # kube-apiserver: an Event about a cluster-scoped object (a Node) lives in default
+            if (
+                resource.kind == "Event"
+                and isinstance(involved, dict)
+                and not involved.get("namespace")
+                and namespace not in ("", "default")
+            ):
+                raise ApiError(
+                    422, "Invalid",
+                    f'Event "{name}" is invalid: involvedObject.namespace: Invalid value: "": '
+                    "does not match event.namespace",
+                )  # fmt: skip
             key = (resource.plural, namespace, name)
             if key in self.objects:
                 raise ApiError(

@@ -1,0 +1,56 @@
+"""The certificate writer (upstream ``syncControllerConfigHandler``).
+
+On every change of the ControllerConfig ``machine-config-controller`` whose
+resourceVersion differs from the Node's
+``machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion``:
+write the kubelet CA bundle, the cloud CA, the internal registry pull secret
+and the image registry CAs, without a reboot and without touching the update
+state, then record the resourceVersion on the Node and log
+``Certificate was synced from controllerconfig resourceVersion <rv>`` (upstream
+emits no Event here). A failure is logged and retried on the next change or the
+watch's next list (at most five minutes); the node's update state is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from mcd.agent.update import Context
+from mcd.cluster.api import ApiError, Obj
+from mcd.cluster.controllerconfig import watch_controller_config
+from mcd.cluster.node import annotations_of
+from mcd.host.certwriter import write_certificates
+from mcd.host.errors import HostError
+from mcd.model.certs import CONTROLLER_CONFIG_NAME, certificate_files
+from mcd.model.errors import ConfigError
+from mcd.model.vocabulary import ANNOTATION_PREFIX
+
+log = logging.getLogger(__name__)
+
+LAST_SYNCED = ANNOTATION_PREFIX + "lastSyncedControllerConfigResourceVersion"
+
+
+def sync_certificates(ctx: Context, controller_config: Obj) -> bool:
+    """Write the certificates of ``controller_config`` when new to this node; True if written."""
+    certs = certificate_files(controller_config)
+    node = ctx.writer.current()
+    if annotations_of(node).get(LAST_SYNCED) == certs.resource_version:
+        return False
+    written = write_certificates(ctx.host.root, certs)
+    ctx.writer.set_annotations({LAST_SYNCED: certs.resource_version})
+    log.info(
+        "Certificate was synced from controllerconfig resourceVersion %s", certs.resource_version
+    )
+    log.debug("Certificate writer wrote %s", ", ".join(written))
+    return True
+
+
+def run_certificate_writer(ctx: Context, stop: threading.Event) -> None:
+    def on_change(obj: Obj) -> None:
+        try:
+            sync_certificates(ctx, obj)
+        except (ConfigError, HostError, OSError, ApiError) as e:
+            log.error("Error syncing ControllerConfig %s: %s", CONTROLLER_CONFIG_NAME, e)
+
+    watch_controller_config(ctx.kube, CONTROLLER_CONFIG_NAME, on_change, stop)

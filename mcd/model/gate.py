@@ -1,0 +1,77 @@
+"""The one gate: every check a config must pass before anything writes (pure).
+
+Every command that writes runs it first, on the config it is about to apply:
+``once-from``, each update of ``mcd start`` (through the reconcilability check,
+which puts upstream's frame around the same words), ``firstboot-complete-
+machineconfig`` and ``restore`` (the node's own ``currentconfig`` or
+``--config``). The same refusal reads the same wherever it comes from:
+
+    validating new Ignition config from machineconfig "NAME" failed: FIELD: PROBLEM; ...
+
+It covers Ignition's own rules (:mod:`mcd.model.validate`: paths as Ignition
+defines them, modes, owners and their range, contents decoded streamed and
+bounded, units and dropins), the guards on where a file may go
+(:mod:`mcd.model.guards`), and values the OS cannot take
+(:mod:`mcd.model.values`). What depends on the node (its symlinks, read-only
+``/usr`` on ostree, owners by name) is judged by the host right after, on
+the paths as they resolve inside the root.
+"""
+
+from __future__ import annotations
+
+from mcd.model import validate
+from mcd.model.errors import ConfigValidationError
+from mcd.model.machineconfig import MachineConfig
+from mcd.model.text import goquote
+from mcd.model.values import spec_value_problems
+
+SUPPORTED_EXTENSIONS = (
+    "two-node-ha", "wasm", "ipsec", "usbguard", "kerberos",
+    "kernel-devel", "sandboxed-containers", "sysstat",
+)  # fmt: skip
+KERNEL_TYPES = ("", "default", "realtime", "64k-pages")
+
+
+class GateError(ConfigValidationError):
+    """The config did not pass the gate; ``str()`` is the full refusal."""
+
+    def __init__(self, name: str, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.name = name
+        self.reason = refusal(name, problems)
+        self.args = (self.reason,)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def problems(mc: MachineConfig) -> list[str]:
+    """Every problem of ``mc``, each naming its field; empty when it may be applied."""
+    return validate.problems(mc.ignition, "spec.config") + spec_problems(mc)
+
+
+def spec_problems(mc: MachineConfig) -> list[str]:
+    found = []
+    if mc.kernel_type not in KERNEL_TYPES:
+        found.append(
+            f"spec.kernelType: invalid kernelType {goquote(mc.kernel_type)}; "
+            "must be one of default, realtime, 64k-pages"
+        )
+    invalid = [e for e in mc.extensions if e not in SUPPORTED_EXTENSIONS]
+    if invalid:
+        found.append(f"spec.extensions: invalid extensions found: [{' '.join(invalid)}]")
+    found.extend(spec_value_problems(mc.os_image_url, mc.kernel_arguments, mc.extensions))
+    return found
+
+
+def refusal(name: str, found: list[str]) -> str:
+    return f"validating new Ignition config from machineconfig {goquote(name)} failed: " + (
+        "; ".join(found)
+    )
+
+
+def admit(mc: MachineConfig) -> None:
+    """Raise :class:`GateError` unless ``mc`` passes the gate."""
+    found = problems(mc)
+    if found:
+        raise GateError(mc.name, found)

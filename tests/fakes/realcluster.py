@@ -1,0 +1,173 @@
+"""Real-cluster mode: with ``MCD_TEST_KUBECONFIG`` naming a real cluster (an admin's
+kubeconfig), the test session installs what the suites need from ``daemonset/`` and removes
+what it installed at the end.
+
+* The Namespace, the MachineConfig CRD (waited for until Established and served) and the RBAC
+  (ServiceAccount ``mcd``, the shipped ClusterRole and its binding) are applied with the real
+  ``kubectl``; objects that were already there are left as they were.
+* The e2e agents talk to the cluster with a token of that ServiceAccount (TokenRequest API), in
+  a kubeconfig named by ``MCD_TEST_AGENT_KUBECONFIG``: every request they make is authorised by
+  the shipped ClusterRole on the real authorizer, not by an admin's rights.
+* With ``MCD_TEST_FAKE_KUBELET`` naming ``fake-kubelet.py`` (``shared/realcluster``), it runs
+  for the session over the test Nodes (label ``mcd-test=true``): they are Ready, their pods
+  run, evicted pods finish. It is stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mcd.cluster.api import ApiError, Kube, load_client
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL = ["00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml"]
+CRD = "machineconfigs.machineconfiguration.openshift.io"
+AGENT_KUBECONFIG_ENV = "MCD_TEST_AGENT_KUBECONFIG"
+TOKEN_SECONDS = 4 * 3600
+
+Obj = dict[str, Any]
+
+
+def _path_of(doc: Obj) -> str:
+    """The API path of a manifest's object (the kinds ``daemonset/`` installs)."""
+    kind, name = doc["kind"], doc["metadata"]["name"]
+    ns = doc["metadata"].get("namespace")
+    plural = {"Namespace": "namespaces", "CustomResourceDefinition": "customresourcedefinitions",
+              "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
+              "ClusterRoleBinding": "clusterrolebindings", "Role": "roles",
+              "RoleBinding": "rolebindings"}[kind]  # fmt: skip
+    version = doc["apiVersion"]
+    base = f"/api/{version}" if "/" not in version else f"/apis/{version}"
+    return f"{base}/namespaces/{ns}/{plural}/{name}" if ns else f"{base}/{plural}/{name}"
+
+
+class RealClusterSession:
+    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.workdir = workdir
+        self.kube = Kube(load_client(str(kubeconfig)))
+        self.created: list[str] = []
+        self.kubelet: subprocess.Popen[bytes] | None = None
+        self.agent_kubeconfig = workdir / "agent.kubeconfig"
+
+    def kubectl(self, *args: str) -> str:
+        binary = shutil.which("kubectl")
+        if binary is None:
+            raise RuntimeError("kubectl is not installed: run scripts/setup.sh")
+        result = subprocess.run(
+            [binary, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.workdir / 'kc'}", *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout
+
+    def _exists(self, path: str, timeout: float = 180.0) -> bool:
+        """Whether the object is there; one being deleted (a namespace terminating after the
+        last session) is waited for until it is gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                obj = self.kube.request("GET", path)
+            except ApiError as e:
+                if e.status == 404:
+                    return False
+                raise
+            if not obj["metadata"].get("deletionTimestamp"):
+                return True
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} still being deleted after {timeout}s")
+            time.sleep(0.5)
+
+    def install(self) -> None:
+        files = [REPO / "daemonset" / name for name in INSTALL]
+        for f in files:
+            for doc in (d for d in yaml.safe_load_all(f.read_text()) if d):
+                if not self._exists(_path_of(doc)):
+                    self.created.append(_path_of(doc))
+        self.kubectl("apply", *(arg for f in files for arg in ("-f", str(f))))
+        self._wait_served()
+        self._agent_credentials()
+        self._start_kubelet()
+
+    def _wait_served(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            crd = self.kube.request(
+                "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}"
+            )
+            conditions = {
+                c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])
+            }
+            if conditions.get("Established") == "True":
+                with contextlib.suppress(ApiError):
+                    self.kube.request(
+                        "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigs"
+                    )
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"CRD {CRD} not served after {timeout}s: {conditions}")
+            time.sleep(0.2)
+
+    def _agent_credentials(self) -> None:
+        """A kubeconfig with a token of ServiceAccount mcd/mcd, for the agents."""
+        sa = next(
+            d for d in yaml.safe_load_all((REPO / "daemonset/02-rbac.yaml").read_text())
+            if d and d["kind"] == "ServiceAccount"
+        )  # fmt: skip
+        ns, name = sa["metadata"]["namespace"], sa["metadata"]["name"]
+        review = self.kube.request(
+            "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                  "spec": {"expirationSeconds": TOKEN_SECONDS}},
+        )  # fmt: skip
+        admin = yaml.safe_load(self.kubeconfig.read_text())
+        context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])
+        cluster = next(c for c in admin["clusters"] if c["name"] == context["context"]["cluster"])
+        self.agent_kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+            "users": [{"name": f"system:serviceaccount:{ns}:{name}",
+                       "user": {"token": review["status"]["token"]}}],
+            "contexts": [{"name": "agent", "context": {"cluster": cluster["name"],
+                                                       "user": f"system:serviceaccount:{ns}:{name}"}}],
+            "current-context": "agent",
+        }))  # fmt: skip
+        self.agent_kubeconfig.chmod(0o600)
+        os.environ[AGENT_KUBECONFIG_ENV] = str(self.agent_kubeconfig)
+
+    def _start_kubelet(self) -> None:
+        script = os.environ.get("MCD_TEST_FAKE_KUBELET")
+        if not script:
+            return
+        log = (self.workdir / "fake-kubelet.log").open("wb")
+        self.kubelet = subprocess.Popen(
+            [sys.executable, script, f"--kubeconfig={self.kubeconfig}", "-l", "mcd-test=true"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        log.close()
+
+    def close(self) -> None:
+        os.environ.pop(AGENT_KUBECONFIG_ENV, None)
+        if self.kubelet is not None:
+            self.kubelet.send_signal(signal.SIGTERM)
+            try:
+                self.kubelet.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kubelet.kill()
+                self.kubelet.wait(5)
+        for path in reversed(self.created):
+            with contextlib.suppress(ApiError):
+                self.kube.request("DELETE", path)
+        for path in self.created:  # leave the cluster as it was found, not half-deleted
+            with contextlib.suppress(ApiError, RuntimeError):
+                self._exists(path, timeout=60.0)
