@@ -49,7 +49,7 @@ def test_agent_killed_between_commit_and_reboot_request_reboots_after_restart(
 def test_a_reboot_that_never_happens_is_asked_again_then_degraded(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    node = make_node()
+    node = make_node(fake_systemd=True)  # a machine that ignores the reboot request
     boot_on(node, kube_cluster)
     new = reboot_update(node, kube_cluster)
     boot_id = node.path("/proc/sys/kernel/random/boot_id").read_text()
