@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent import bootretry
+from mcd.agent import bootretry, progress
 from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
 from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
@@ -53,6 +53,7 @@ def boot(ctx: Context, node: Obj) -> None:
     if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
+        progress.rebooted(ctx)
     force = ctx.host.root.exists(FORCE_FILE)
     interrupted = Journal(ctx.host.root).pending()
     try:
