@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from mcd.agent.update import Context
 
 
-def _report(ctx: Context, parent: m.Condition, sub: m.Condition | None = None) -> None:
+def _report(
+    ctx: Context, parent: m.Condition, sub: m.Condition | None = None, *, defer: bool = False
+) -> None:
     if ctx.mcn is None:
         ctx.mcn = MachineConfigNodeReporter(ctx.kube, ctx.node_name)
-    ctx.mcn.report(ctx.writer.current(), parent, sub)
+    ctx.mcn.report(ctx.writer.current(), parent, sub, defer=defer)
 
 
 def _will(needed: bool) -> str:
@@ -25,7 +27,7 @@ def _will(needed: bool) -> str:
 
 
 def needs_update(ctx: Context) -> None:
-    _report(ctx, m.phase(m.UPDATED, f"Node {ctx.node_name} needs an update", m.FALSE))
+    _report(ctx, m.phase(m.UPDATED, f"Node {ctx.node_name} needs an update", m.FALSE), defer=True)
 
 
 def prepared(ctx: Context, plan: UpdatePlan) -> None:
@@ -59,6 +61,7 @@ def drained(ctx: Context, drainer_key: str) -> None:
             m.CORDONED,
             "Cordoned node. The node is reporting Unschedulable = true",
         ),
+        defer=True,
     )
     _report(
         ctx,
@@ -71,6 +74,7 @@ def drained(ctx: Context, drainer_key: str) -> None:
             "Drained node. The drain is complete as the desired drainer matches current "
             f"drainer: {drainer_key}",
         ),
+        defer=True,
     )
 
 
@@ -80,6 +84,7 @@ def drain_not_required(ctx: Context) -> None:
         ctx,
         m.phase(m.UPDATE_EXECUTED, message, m.UNKNOWN, m.DRAINED),
         m.child(m.UPDATE_EXECUTED, m.DRAINED, message, m.FALSE),
+        defer=True,
     )
 
 
@@ -119,6 +124,7 @@ def applied(ctx: Context, plan: UpdatePlan) -> None:
             f"Applied files and new OS config to node. OS did {os_} need an update. "
             f"SSH Keys did {ssh} need an update",
         ),
+        defer=True,
     )
 
 
@@ -130,6 +136,7 @@ def no_reboot(ctx: Context) -> None:
     _report(
         ctx,
         m.phase(m.UPDATE_POST_ACTION_COMPLETE, "Changes do not require a reboot", reason="None"),
+        defer=True,
     )
 
 
@@ -152,9 +159,11 @@ def completed(ctx: Context, config_name: str) -> None:
             m.UNCORDONED,
             "UnCordoned node. The node is reporting Unschedulable = false",
         ),
+        defer=True,
     )
     _report(
         ctx,
         m.phase(m.RESUMED, f"In desired config {config_name}. Resumed normal operations."),
+        defer=True,
     )
     _report(ctx, m.phase(m.UPDATED, f"Node {ctx.node_name} Updated"))

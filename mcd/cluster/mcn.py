@@ -30,16 +30,22 @@ class MachineConfigNodeReporter:
         self.node_name = node_name
         self.requests = 0
         self._mcn: Obj | None = None
+        self._pending: Obj | None = None
         self._missing_api = False
         self._lock = threading.Lock()
 
-    def report(self, node: Obj, parent: Condition, sub: Condition | None = None) -> None:
+    def report(
+        self, node: Obj, parent: Condition, sub: Condition | None = None, *, defer: bool = False
+    ) -> None:
+        """Report a phase. ``defer``: only in the status to send, which goes with the next
+        report that is not deferred (phases a moment apart share one write)."""
         if self._missing_api:
             return
         with self._lock:
             try:
-                self._report(node, parent, sub)
+                self._report(node, parent, sub, defer)
             except ApiError as e:
+                self._pending = None
                 if e.status == 404 and self._mcn is None:
                     self._missing_api = True  # no MachineConfigNode CRD in this cluster
                     log.info("No MachineConfigNode API in this cluster; not reporting to it")
@@ -93,22 +99,20 @@ class MachineConfigNodeReporter:
         )
         return self._mcn
 
-    def _report(self, node: Obj, parent: Condition, sub: Condition | None) -> None:
+    def _report(self, node: Obj, parent: Condition, sub: Condition | None, defer: bool) -> None:
         mcn = self._get_or_create(node)
         annotations = annotations_of(node)
         desired = annotations.get(Annotation.DESIRED_CONFIG, "")
         path = f"{COLLECTION}/{self.node_name}"
         spec_desired = (mcn.get("spec") or {}).get("configVersion", {}).get("desired", "")
-        if (
-            desired and spec_desired != desired
-        ):  # upstream: the spec follows the Node's desiredConfig
+        if desired and spec_desired != desired:  # upstream: the spec follows desiredConfig
             mcn = self._request(
                 "PATCH", path, {"spec": {"configVersion": {"desired": desired}}}, MERGE_PATCH
             )
             self._mcn = mcn
             spec_desired = desired
         status = next_status(
-            mcn.get("status"),
+            self._pending or mcn.get("status"),
             parent,
             sub,
             desired_spec=spec_desired,
@@ -116,7 +120,10 @@ class MachineConfigNodeReporter:
             current_annotation=annotations.get(Annotation.CURRENT_CONFIG, ""),
             now=_now(),
         )
-        if status is None:
+        if status is not None:
+            self._pending = status
+        if defer or self._pending is None:
             return
+        status, self._pending = self._pending, None
         status["observedGeneration"] = int((mcn.get("metadata") or {}).get("generation") or 1)
         self._mcn = self._request("PATCH", f"{path}/status", {"status": status}, MERGE_PATCH)

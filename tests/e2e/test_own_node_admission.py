@@ -26,7 +26,12 @@ from tests.fakes.kubecluster import TestCluster, eventually
 from tests.integration.test_kubectl import kubectl
 
 DAEMONSET = Path(__file__).resolve().parents[2] / "daemonset"
-INSTALL = ["00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml"]
+INSTALL = [
+    "00-namespace.yaml",
+    "01-machineconfig-crd.yaml",
+    "02-rbac.yaml",
+    "08-machineconfignode-crd.yaml",
+]
 POLICY = DAEMONSET / "07-own-node-admission.yaml"
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 AGENT_ATTR = "agent_kubeconfig"  # the agents' own kubeconfig in a real-cluster session
@@ -254,6 +259,33 @@ def run_the_proof(
             setattr(kube_cluster, AGENT_ATTR, saved_agent)
     assert annotations_of(kube_cluster.get_node(node.name))[Annotation.CURRENT_CONFIG] == target
     assert "forbidden" not in node.log().lower()
+    # its MachineConfigNode, as `kubectl get mcn` prints it (upstream's columns)
+    got = kubectl(kube_cluster, tmp_path, "get", "mcn", node.name)
+    print(got.stdout)
+    header, row = got.stdout.splitlines()
+    assert header.split() == [
+        "NAME",
+        "POOLNAME",
+        "DESIREDCONFIG",
+        "CURRENTCONFIG",
+        "UPDATED",
+        "AGE",
+    ]
+    assert row.split()[:5] == [node.name, "worker", target, target, "True"]
+    # ... and not another node's: the same token may not create one for the other node
+    mcn = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes"
+    with pytest.raises(ApiError) as other_mcn:
+        agent.request("POST", mcn, body={
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+            "metadata": {"name": other},
+            "spec": {"node": {"name": other}, "pool": {"name": "worker"},
+                     "configVersion": {"desired": target}}})  # fmt: skip
+    print(f"MachineConfigNode for {other}: {other_mcn.value.status} {other_mcn.value}")
+    assert other_mcn.value.status == 403
+    assert f"{DENIED} ({node.name}), not machineconfignodes/{other}" in str(other_mcn.value)
+    with contextlib.suppress(ApiError):
+        kube_cluster.kube.request("DELETE", f"{mcn}/{node.name}")
+
     # and the other node is as the admin left it
     assert annotate_as(agent, other, "mcd-own-node-test/after") is not None
     assert "mcd-own-node-test/after" not in annotations_of(kube_cluster.get_node(other))
