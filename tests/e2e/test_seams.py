@@ -13,7 +13,7 @@ from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.test_agent import _tree, boot_on
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
@@ -275,3 +275,29 @@ def test_certificate_writer_failure_degrades_until_a_sync_succeeds(
     assert a[Annotation.CURRENT_CONFIG] == name
     assert node.reboots_requested() == 0
     assert f'Marking Degraded due to: "{reason}"' in node.log()
+
+
+def test_invalid_new_ignition_is_degraded_in_upstreams_words(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream update() -> newMachineConfigDiff parses the new config first: Degraded, not
+    Unreconcilable; nothing on the node changes, and going back recovers."""
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    before = _tree(node.root)
+    new = kube_cluster.name("rendered-worker-2")
+    doc = worker(new, app="threads=8\n")
+    files = doc["spec"]["config"]["storage"]["files"]
+    files.append(file_entry("etc/relative", "x"))
+    create_config(kube_cluster, doc)
+    node.set_desired(new)
+    node.wait_state("Degraded")
+    assert node.reason() == (
+        "could not calculate config diff: parsing new Ignition config failed with error: "
+        f'spec.config.storage.files[{len(files) - 1}].path: path not absolute: "etc/relative"'
+    )
+    assert not node.events("FailedToReconcile")
+    assert _tree(node.root) == before
+    assert node.reboots_requested() == 0
+    node.set_desired(name)
+    node.wait_state("Done", name)
