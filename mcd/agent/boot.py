@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent import bootretry, owed
+from mcd.agent import bootretry, owed, progress
 from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
 from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
@@ -57,6 +57,7 @@ def boot(ctx: Context, node: Obj) -> None:
     if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
+        progress.rebooted(ctx)
     force = ctx.host.root.exists(FORCE_FILE)
     still_owed = owed.pending_in(ctx.host.root, ctx.host.boot_id())
     interrupted = Journal(ctx.host.root).pending()

@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mcd.agent import bootretry, owed
+from mcd.agent import bootretry, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -27,6 +27,7 @@ from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import DrainAbandoned, Drainer, DrainError
 from mcd.cluster.events import EventRecorder, Reason
+from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.host import fsops
@@ -94,6 +95,8 @@ class Context:
     guard: SigtermGuard
     reboot_queued: bool = False
     updates: int = field(default=0)
+    mcn: MachineConfigNodeReporter | None = None
+    """The node's MachineConfigNode (made on first report)."""
 
 
 def fetch_config(ctx: Context, name: str) -> Config:
@@ -224,6 +227,7 @@ def _update(
     ctx: Context, current: Config, desired: Config, preflight: bool, may_drain: bool
 ) -> Outcome:
     root = ctx.host.root
+    progress.needs_update(ctx)
     force = root.exists(FORCE_FILE)
     if force:
         bootretry.clear(root)
@@ -246,7 +250,9 @@ def _update(
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
+        progress.not_compatible(ctx, current.name, desired.name, plan.reason)
         raise Unreconcilable(plan.reason)
+    progress.prepared(ctx, plan)
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
     ctx.status.working()
@@ -290,16 +296,19 @@ def _run(
         if changed:
             log.info("Update to %s given up after the drain: %s", desired.name, changed)
             raise Retarget(changed)
+        progress.drained(ctx, f"drain-{desired.name}")
     else:
         log.info("Drain not required for this update: %s", plan.drain_reason or "no disruption")
+        progress.drain_not_required(ctx)
     if ctx.drift.stop():  # watched until now (the drain included); the writes start here
         ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
     if not plan.force:
         _no_drift_since_preflight(ctx, current, plan.drain)
+    progress.applying(ctx, plan)
     txn = Transaction(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
-        before_reboot=lambda rationale: before_reboot(ctx, rationale),
+        before_reboot=lambda rationale: _applied_then_reboot(ctx, plan, rationale),
         record=ctx.events.record,
     )  # fmt: skip
     try:
@@ -312,6 +321,9 @@ def _run(
         raise SyncError(str(e)) from e
     if plan.diff.os_update or plan.diff.kargs:
         ctx.metrics.pivot_errors.set(0)
+    if outcome is Outcome.DONE:
+        progress.applied(ctx, plan)
+        progress.no_reboot(ctx)
     return outcome
 
 
@@ -331,6 +343,12 @@ def _no_drift_since_preflight(ctx: Context, current: Config, drained: bool) -> N
         except DrainError as e:
             log.warning("Could not uncordon node %s: %s", ctx.node_name, e)
     raise SyncError(reason)
+
+
+def _applied_then_reboot(ctx: Context, plan: UpdatePlan, rationale: str) -> None:
+    progress.applied(ctx, plan)
+    progress.rebooting(ctx)
+    before_reboot(ctx, rationale)
 
 
 def before_reboot(ctx: Context, rationale: str) -> None:
@@ -360,6 +378,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name)
+    progress.completed(ctx, mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)
 
 

@@ -25,6 +25,8 @@ SUBRESOURCES: dict[str, list[dict[str, Any]]] = {
     "machineconfiguration.openshift.io/v1": [
         {"name": "machineconfigpools/status", "singularName": "", "namespaced": False,
          "kind": "MachineConfigPool", "verbs": ["get", "patch", "update"]},
+        {"name": "machineconfignodes/status", "singularName": "", "namespaced": False,
+         "kind": "MachineConfigNode", "verbs": ["get", "patch", "update"]},
     ],
 }  # fmt: skip
 

@@ -1,0 +1,129 @@
+"""The agent's own MachineConfigNode: created on first report (spec: node, pool, desired
+config; owned by the Node), then one status write per phase change, none when the phase is
+already reported. The last object written is kept, so a report costs no GET. A report that
+fails is logged, never the end of an update (upstream logs and goes on)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+
+from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
+from mcd.cluster.node import annotations_of
+from mcd.model.mcn import NOT_YET_SET, Condition, next_status, pool_of
+from mcd.model.vocabulary import Annotation
+
+log = logging.getLogger(__name__)
+
+API = "machineconfiguration.openshift.io/v1"
+COLLECTION = f"/apis/{API}/machineconfignodes"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class MachineConfigNodeReporter:
+    def __init__(self, kube: Kube, node_name: str) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.requests = 0
+        self._mcn: Obj | None = None
+        self._pending: Obj | None = None
+        self._missing_api = False
+        self._lock = threading.Lock()
+
+    def report(
+        self, node: Obj, parent: Condition, sub: Condition | None = None, *, defer: bool = False
+    ) -> None:
+        """Report a phase. ``defer``: only in the status to send, which goes with the next
+        report that is not deferred (phases a moment apart share one write)."""
+        if self._missing_api:
+            return
+        with self._lock:
+            try:
+                self._report(node, parent, sub, defer)
+            except ApiError as e:
+                self._pending = None
+                if e.status == 404 and self._mcn is None:
+                    self._missing_api = True  # no MachineConfigNode CRD in this cluster
+                    log.info("No MachineConfigNode API in this cluster; not reporting to it")
+                    return
+                self._mcn = None  # read afresh next time
+                log.warning("Error applying MCN status: %s", e)
+
+    def _request(
+        self, method: str, path: str, body: Obj | None = None, ctype: str | None = None
+    ) -> Obj:
+        self.requests += 1
+        if ctype is None:
+            return self.kube.request(method, path, body=body)
+        return self.kube.request(method, path, body=body, content_type=ctype)
+
+    def _get_or_create(self, node: Obj) -> Obj:
+        if self._mcn is not None:
+            return self._mcn
+        path = f"{COLLECTION}/{self.node_name}"
+        try:
+            self._mcn = self._request("GET", path)
+            return self._mcn
+        except ApiError as e:
+            if e.status != 404:
+                raise
+        meta = node.get("metadata") or {}
+        desired = annotations_of(node).get(Annotation.DESIRED_CONFIG) or NOT_YET_SET
+        self._mcn = self._request(
+            "POST",
+            COLLECTION,
+            {
+                "apiVersion": API,
+                "kind": "MachineConfigNode",
+                "metadata": {
+                    "name": self.node_name,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Node",
+                            "name": self.node_name,
+                            "uid": meta.get("uid", ""),
+                        }
+                    ],
+                },
+                "spec": {
+                    "node": {"name": self.node_name},
+                    "pool": {"name": pool_of(meta.get("labels") or {})},
+                    "configVersion": {"desired": desired},
+                },
+            },
+        )
+        return self._mcn
+
+    def _report(self, node: Obj, parent: Condition, sub: Condition | None, defer: bool) -> None:
+        mcn = self._get_or_create(node)
+        annotations = annotations_of(node)
+        desired = annotations.get(Annotation.DESIRED_CONFIG, "")
+        path = f"{COLLECTION}/{self.node_name}"
+        spec_desired = (mcn.get("spec") or {}).get("configVersion", {}).get("desired", "")
+        if desired and spec_desired != desired:  # upstream: the spec follows desiredConfig
+            mcn = self._request(
+                "PATCH", path, {"spec": {"configVersion": {"desired": desired}}}, MERGE_PATCH
+            )
+            self._mcn = mcn
+            spec_desired = desired
+        status = next_status(
+            self._pending or mcn.get("status"),
+            parent,
+            sub,
+            desired_spec=spec_desired,
+            desired_annotation=desired,
+            current_annotation=annotations.get(Annotation.CURRENT_CONFIG, ""),
+            now=_now(),
+        )
+        if status is not None:
+            self._pending = status
+        if defer or self._pending is None:
+            return
+        status, self._pending = self._pending, None
+        status["observedGeneration"] = int((mcn.get("metadata") or {}).get("generation") or 1)
+        self._mcn = self._request("PATCH", f"{path}/status", {"status": status}, MERGE_PATCH)
