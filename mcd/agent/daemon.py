@@ -420,7 +420,7 @@ class Agent:
         self._start("lease", lambda: self.lease.keep(self.stop, self._lease_lost))
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
-        self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop))
+        self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", self._poll_kubelet)
         if self.logins is not None:

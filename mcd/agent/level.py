@@ -8,6 +8,9 @@ differs, instead of acting only on a change of ``desiredConfig``:
 * ``state`` is ``Done`` with an empty ``reason`` when the node validates against its
   config, and ``Degraded`` with the validation's reason when it does not (a hand-set
   ``Done`` on a drifted node is not believed);
+* while the certificate writer's last sync failed, ``state`` stays ``Degraded`` with
+  its reason (upstream ``handleControllerConfigErr``): the writer wakes the worker
+  once a sync succeeds, and only then is the node checked and set ``Done``;
 * a cordon mcd made (or a ``drain-<config>`` request to the drain controller) is lifted.
 
 Nothing is written when the Node already says all this (no request at all).
@@ -68,6 +71,8 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
             ctx.drainer.uncordon(current.name)
         except DrainError as e:
             raise SyncError(str(e)) from e
+    if ctx.status.certificates_failing:
+        raise SyncError(ctx.status.certificates_failing)
     if not wrong:
         return
     log.info("Node %s says %s; checking the node against %s",

@@ -25,6 +25,9 @@ class NodeStatus:
         self.metrics = metrics
         self.failing = ""
         """The reason the agent last reported a failure for ('' since its last Done)."""
+        self.certificates_failing = ""
+        """Why the certificate writer's last sync failed ('' once one succeeds): the node
+        stays Degraded with it until then, whatever the update worker finds."""
 
     def done(self, config_name: str) -> None:
         self.writer.set_annotations(
@@ -53,6 +56,16 @@ class NodeStatus:
     def unreconcilable(self, reason: str) -> None:
         log.error("Marking Unreconcilable due to: %s", reason)
         self._failed(NodeState.UNRECONCILABLE, reason)
+
+    def certificates_failed(self, reason: str) -> None:
+        """The certificate writer failed (upstream ``handleControllerConfigErr``)."""
+        self.certificates_failing = reason
+        self.degraded(reason)
+
+    def certificates_synced(self) -> bool:
+        """The certificate writer succeeded; True if it had failed before."""
+        failed, self.certificates_failing = bool(self.certificates_failing), ""
+        return failed
 
     def progress(self, reason: str) -> None:
         """A ``reason`` while still Working (a drain blocked by a budget, say)."""

@@ -127,7 +127,7 @@ def make_plan(
     table instead of node disruption policies. An unreconcilable change yields a
     plan with ``reconcilable=False``, the upstream reason and no actions.
     """
-    check_diffable(old)
+    check_diffable(old, new)
     if node_fips is not None and new.fips == node_fips:
         # Upstream checkFIPS sets the current config's FIPS to the node's before diffing.
         old = dataclasses.replace(old, fips=node_fips)

@@ -50,15 +50,21 @@ def check_reconcilable(
         raise UnreconcilableError(old.name, new.name, detail)
 
 
-def check_diffable(old: MachineConfig) -> None:
+def check_diffable(old: MachineConfig, new: MachineConfig | None = None) -> None:
     """Upstream ``update()`` starts with ``newMachineConfigDiff``, whose Ignition parser
-    validates the old config too: an invalid one fails the update (``Degraded``)."""
-    problems = validate.problems(old.ignition, "spec.config")
-    if problems:
-        raise ConfigError(
-            "could not calculate config diff: parsing old Ignition config failed with error: "
-            + "; ".join(problems)
-        )
+    validates the old config, then the new one: an invalid one fails the update
+    (``Degraded``, not ``Unreconcilable``). A mode with special bits passes Ignition's
+    parser; it is left to the reconcilability check, as upstream's ``ValidateIgnition``."""
+    for which, mc in (("old", old), ("new", new)):
+        if mc is None:
+            continue
+        special = validate.special_mode_problems(mc.ignition, "spec.config")
+        problems = [p for p in validate.problems(mc.ignition, "spec.config") if p not in special]
+        if problems:
+            raise ConfigError(
+                f"could not calculate config diff: parsing {which} Ignition config failed "
+                "with error: " + "; ".join(problems)
+            )
 
 
 def unreconcilable_detail(
@@ -67,8 +73,9 @@ def unreconcilable_detail(
     problems = gate.problems(new)  # the one gate, in upstream's frame
     if problems:
         return gate.refusal(new.name, problems)
+    passwd = _passwd_detail(old.ignition.passwd, new.ignition.passwd)
     detail = (
-        _passwd_detail(old.ignition.passwd, new.ignition.passwd)
+        (passwd and f"invalid passwd change(s): {passwd}")
         or _fixed_detail(old.ignition.fixed, new.ignition.fixed, overrides.storage)
         or _files_detail(new.ignition)
     )

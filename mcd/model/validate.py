@@ -37,6 +37,17 @@ def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
     )
 
 
+def special_mode_problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
+    """The problems of :func:`problems` that Ignition's own parser accepts: a mode with the
+    setuid, setgid or sticky bit (upstream ``ValidateIgnition``, a reconcilability check)."""
+    return [
+        f"{_field(prefix, f'storage.files[{i}]')}.mode: invalid mode {gooctal(f.mode)} for "
+        f"{printable(f.path)}, cannot exceed {gooctal(MAX_FILE_MODE)}"
+        for i, f in enumerate(cfg.files)
+        if f.mode is not None and MAX_FILE_MODE < f.mode <= 0o7777
+    ]
+
+
 def check(cfg: IgnitionConfig, prefix: str = "") -> None:
     found = problems(cfg, prefix)
     if found:

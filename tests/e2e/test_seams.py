@@ -13,7 +13,7 @@ from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.test_agent import _tree, boot_on
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
@@ -240,3 +240,64 @@ def test_bootstrap_pivot_to_the_install_configs_image(
     assert node.path(INITIAL_ANNOTATIONS_BAK).exists()
     assert not node.path(INITIAL_ANNOTATIONS).exists()
     assert node.reboots_requested() == 1
+
+
+def test_certificate_writer_failure_degrades_until_a_sync_succeeds(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream handleControllerConfigErr: a failed sync is Degraded (the error its reason);
+    the next sync that succeeds lets the node be Done again, and no update sync clears it before."""
+    if kube_cluster.fake is None:
+        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    blocker = node.path("/etc/kubernetes/kubelet-ca.crt")
+    blocker.mkdir(parents=True)
+    path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
+    kube_cluster.create(path, controller_config("1"))
+    reason = "cannot write file /etc/kubernetes/kubelet-ca.crt: a directory is in the way"
+    node.wait_for(lambda: node.state() == "Degraded", 15, "Degraded by the certificate writer")
+    assert node.annotations()[Annotation.REASON] == reason
+    assert LAST_SYNCED not in node.annotations()
+    # A hand-set Done (a wake-up of the update worker) does not hide the failure.
+    kube_cluster.annotate(node.name, {Annotation.STATE: "Done", Annotation.REASON: ""})
+    node.wait_for(lambda: node.state() == "Degraded", 15, "Degraded again")
+    assert node.annotations()[Annotation.REASON] == reason
+    blocker.rmdir()
+    obj = kube_cluster.kube.request("GET", f"{path}/machine-config-controller")
+    obj["spec"]["kubeAPIServerServingCAData"] = b64(CA_B)
+    updated = kube_cluster.kube.request("PUT", f"{path}/machine-config-controller", body=obj)
+    rv = updated["metadata"]["resourceVersion"]
+    node.wait_for(lambda: node.state() == "Done", 15, "Done after a good certificate sync")
+    assert blocker.read_bytes() == CA_B
+    a = node.annotations()
+    assert a[LAST_SYNCED] == rv and a[Annotation.REASON] == ""
+    assert a[Annotation.CURRENT_CONFIG] == name
+    assert node.reboots_requested() == 0
+    assert f'Marking Degraded due to: "{reason}"' in node.log()
+
+
+def test_invalid_new_ignition_is_degraded_in_upstreams_words(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream update() -> newMachineConfigDiff parses the new config first: Degraded, not
+    Unreconcilable; nothing on the node changes, and going back recovers."""
+    node = make_node()
+    name = boot_on(node, kube_cluster)
+    before = _tree(node.root)
+    new = kube_cluster.name("rendered-worker-2")
+    doc = worker(new, app="threads=8\n")
+    files = doc["spec"]["config"]["storage"]["files"]
+    files.append(file_entry("etc/relative", "x"))
+    create_config(kube_cluster, doc)
+    node.set_desired(new)
+    node.wait_state("Degraded")
+    assert node.reason() == (
+        "could not calculate config diff: parsing new Ignition config failed with error: "
+        f'spec.config.storage.files[{len(files) - 1}].path: path not absolute: "etc/relative"'
+    )
+    assert not node.events("FailedToReconcile")
+    assert _tree(node.root) == before
+    assert node.reboots_requested() == 0
+    node.set_desired(name)
+    node.wait_state("Done", name)

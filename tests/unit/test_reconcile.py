@@ -58,6 +58,14 @@ def test_unreconcilable(title: str, old: dict[str, Any], new: dict[str, Any], de
     with pytest.raises(UnreconcilableError) as e:
         check_reconcilable(mc("old", **old), mc("new", **new))
     assert detail in e.value.detail
+    passwd = title in (
+        "groups",
+        "non-core user",
+        "core without keys or hash",
+        "core with other fields",
+    )
+    # upstream isConfigReconcilable wraps every passwd reason
+    assert e.value.detail.startswith("invalid passwd change(s): ") == passwd
     assert str(e.value) == (
         "can't reconcile config old with new: configs old, new are not reconcilable: "
         f'new machineconfig "old" is not reconcilable against "new": {e.value.detail}'
@@ -120,6 +128,32 @@ def test_invalid_old_ignition_is_refused_when_diffing() -> None:
     assert str(e.value) == (
         "could not calculate config diff: parsing old Ignition config failed with error: "
         'spec.config.storage.files[0].path: path not absolute: "etc/relative"'
+    )
+
+
+def test_invalid_new_ignition_is_degraded_not_unreconcilable() -> None:
+    """Upstream newMachineConfigDiff parses the new config before reconcilable(): what
+    Ignition's parser refuses fails the update (Degraded) in its words."""
+    old = mc("old", files=[file_entry("/etc/foo", "x")])
+    new = mc("new", files=[file_entry("/etc/../root/x", "x")], users=[{"name": "admin"}])
+    with pytest.raises(ConfigError) as e:
+        make_plan(old, new)
+    assert not isinstance(e.value, UnreconcilableError)
+    assert str(e.value) == (
+        "could not calculate config diff: parsing new Ignition config failed with error: "
+        "spec.config.storage.files[0].path: path contains a '..' segment: "
+        '"/etc/../root/x"'
+    )
+
+
+def test_special_mode_bits_stay_unreconcilable_as_upstream_validate_ignition() -> None:
+    """Ignition's parser takes mode 04777; upstream's ValidateIgnition (reconcilable) does not."""
+    new = mc("new", files=[{**file_entry("/etc/suid", "x"), "mode": 0o4777}])
+    plan = make_plan(mc("old"), new)
+    assert not plan.reconcilable
+    assert plan.reason.endswith(
+        'validating new Ignition config from machineconfig "new" failed: '
+        "spec.config.storage.files[0].mode: invalid mode 04777 for /etc/suid, cannot exceed 0777"
     )
 
 
