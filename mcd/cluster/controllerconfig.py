@@ -64,3 +64,8 @@ def watch_controller_config(
         except (ValueError, OSError) as e:
             log.warning("Watch of ControllerConfig %s: %s", name, e)
             stop.wait(backoff.next())
+
+
+def get_config_map(kube: Kube, namespace: str, name: str) -> Obj:
+    """One ConfigMap by name (the service-CA rotation reads ``kubeconfig-data``)."""
+    return kube.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")

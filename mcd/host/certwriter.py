@@ -36,6 +36,12 @@ def write_certificates(root: Root, certs: CertificateFiles) -> list[str]:
     return written
 
 
+def write_kubeconfig(root: Root, path: str, data: bytes) -> None:
+    """Replace a kubeconfig atomically, keeping its mode (upstream ``writeToDisk``)."""
+    fsops.write_file(root, path, data if data.endswith(b"\n") else data + b"\n",
+                     mode=_mode_of(root, path))  # fmt: skip
+
+
 def _mode_of(root: Root, path: str) -> int:
     try:
         st = os.stat(root.host_path(path))

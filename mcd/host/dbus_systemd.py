@@ -217,6 +217,12 @@ class DBusSystemd:
     def restart(self, unit: str) -> None:
         self._await_job("restarting", unit, "RestartUnit", "ss", unit, "replace")
 
+    def stop(self, unit: str) -> None:
+        self._await_job("stopping", unit, "StopUnit", "ss", unit, "replace")
+
+    def start(self, unit: str) -> None:
+        self._await_job("starting", unit, "StartUnit", "ss", unit, "replace")
+
     def reboot(self, rationale: str) -> None:
         properties: list[Any] = [
             ["Description", Variant("s", f"machine-config-daemon: {rationale}")],

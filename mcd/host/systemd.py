@@ -82,6 +82,14 @@ class SystemdManager(Protocol):
         """Restart ``unit`` and wait for the job; :class:`JobFailed` on a bad result."""
         ...
 
+    def stop(self, unit: str) -> None:
+        """``systemctl stop``: stop ``unit`` and wait for the job."""
+        ...
+
+    def start(self, unit: str) -> None:
+        """``systemctl start``: start ``unit`` and wait for the job."""
+        ...
+
     def reboot(self, rationale: str) -> None:
         """Queue the reboot as upstream's ``systemd-run --unit machine-config-daemon-reboot``."""
         ...
@@ -145,6 +153,12 @@ class OfflineSystemd:
 
     def restart(self, unit: str) -> None:
         raise self._unavailable(f"restart {unit}")
+
+    def stop(self, unit: str) -> None:
+        raise self._unavailable(f"stop {unit}")
+
+    def start(self, unit: str) -> None:
+        raise self._unavailable(f"start {unit}")
 
     def reboot(self, rationale: str) -> None:
         raise self._unavailable("reboot")

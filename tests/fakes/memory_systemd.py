@@ -66,6 +66,12 @@ class MemorySystemd:
     def restart(self, unit: str) -> None:
         self.calls.append(("restart", (unit,)))
 
+    def stop(self, unit: str) -> None:
+        self.calls.append(("stop", (unit,)))
+
+    def start(self, unit: str) -> None:
+        self.calls.append(("start", (unit,)))
+
     def reboot(self, rationale: str) -> None:
         self.calls.append(("reboot", ()))
 

@@ -181,6 +181,11 @@ class Manager(ServiceInterface):
         return self._job(name)
 
     @method()
+    def StopUnit(self, name: DBusStr, mode: DBusStr) -> DBusObjectPath:
+        self._record("StopUnit", name, mode)
+        return self._job(name)
+
+    @method()
     def StartUnit(self, name: DBusStr, mode: DBusStr) -> DBusObjectPath:
         self._record("StartUnit", name, mode)
         return self._job(name)

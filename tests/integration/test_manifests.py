@@ -71,6 +71,7 @@ def test_daemonset_runs_privileged_on_every_node_with_probes() -> None:
 
 
 OPENSHIFT = MANIFESTS / "openshift"
+MCO_NS = "openshift-machine-config-operator"  # where OpenShift keeps kubeconfig-data
 
 
 def _sa_subjects(doc: dict[str, Any]) -> set[tuple[str, str]]:
@@ -121,7 +122,7 @@ def test_both_sets_are_accepted_by_the_api_server(
             assert applied.returncode == 0, applied.stderr
         assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in applied.stdout
         return
-    with namespace_for_dry_run(kube_cluster):
+    with namespace_for_dry_run(kube_cluster), namespace_for_dry_run(kube_cluster, MCO_NS):
         for files in sets:
             dry = kubectl(kube_cluster, tmp_path, "apply", "--dry-run=server", *files)
             assert dry.returncode == 0, dry.stderr
@@ -133,17 +134,17 @@ def test_both_sets_are_accepted_by_the_api_server(
 
 
 @contextlib.contextmanager
-def namespace_for_dry_run(cluster: TestCluster) -> Iterator[None]:
-    """Namespace mcd while a server-side dry run needs it (a dry run creates nothing): made
-    when missing, and then deleted (waited for) after."""
-    ns_path = "/api/v1/namespaces/mcd"
+def namespace_for_dry_run(cluster: TestCluster, name: str = "mcd") -> Iterator[None]:
+    """Namespace ``name`` while a server-side dry run needs it (a dry run creates nothing):
+    made when missing, and then deleted (waited for) after."""
+    ns_path = f"/api/v1/namespaces/{name}"
     try:
         cluster.kube.request("GET", ns_path)
         made = False
     except ApiError as e:
         assert e.status == 404
         cluster.kube.request("POST", "/api/v1/namespaces", body={
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mcd"}})  # fmt: skip
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})  # fmt: skip
         made = True
     try:
         yield
