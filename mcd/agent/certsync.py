@@ -30,6 +30,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from mcd.agent import progress
 from mcd.agent.update import Context
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.controllerconfig import get_config_map, watch_controller_config
@@ -161,6 +162,7 @@ def run_certificate_writer(
             log.info("Error syncing ControllerConfig %s: %s", CONTROLLER_CONFIG_NAME, e)
             try:
                 ctx.status.certificates_failed(str(e) or type(e).__name__)
+                progress.node_degraded(ctx, str(e) or type(e).__name__)
             except ApiError as err:
                 log.error("Could not update annotation: %s", err)
             return

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypeVar
 
+from mcd.agent import progress
 from mcd.agent.boot import boot
 from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
@@ -285,6 +286,7 @@ class Agent:
         self.metrics.drift(True)
         self.ctx.events.record(Reason.CONFIG_DRIFT_DETECTED, reason)
         self.ctx.status.degraded(reason)
+        progress.node_degraded(self.ctx, reason)
         self._retry_later()
 
     def _failed(self, error: Exception) -> None:
@@ -296,6 +298,7 @@ class Agent:
                 self.ctx.status.unreconcilable(reason)
             else:
                 self.ctx.status.degraded(reason)
+            progress.node_degraded(self.ctx, reason)
         except Exception as e:
             log.warning("Could not report the failure on node %s: %s", self.ctx.node_name, e)
         self._retry_later()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from mcd.agent import progress
 from mcd.agent.update import (
     Config,
     Context,
@@ -87,4 +88,5 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
     )
     start_drift_monitor(ctx, current.mc)
     ctx.status.done(current.name)
+    progress.recovered(ctx, current.name)
     log.info("Node %s corrected: Done on %s", ctx.node_name, current.name)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.model import mcn as m
 from mcd.model.plan import UpdatePlan
+from mcd.model.policy import ActionType
 
 if TYPE_CHECKING:
     from mcd.agent.update import Context
@@ -132,12 +133,33 @@ def rebooting(ctx: Context) -> None:
     _report(ctx, m.phase(m.REBOOTED, "Upgrade requires a reboot.", m.UNKNOWN))
 
 
-def no_reboot(ctx: Context) -> None:
-    _report(
-        ctx,
-        m.phase(m.UPDATE_POST_ACTION_COMPLETE, "Changes do not require a reboot", reason="None"),
-        defer=True,
-    )
+def post_actions(ctx: Context, plan: UpdatePlan) -> None:
+    """UpdatePostActionComplete per post-config action, as upstream
+    ``performPostConfigChangeNodeDisruptionAction``: None is "Changes do not require a
+    reboot" (reason None); a reload (service, crio for Special, daemon-reload) is "Node has
+    reloaded service X"; a restart sets no condition (upstream's TODO). Deferred: they go
+    with the update's last write, the last one standing."""
+    for action in plan.actions:
+        if action.type is ActionType.NONE:
+            condition = m.phase(
+                m.UPDATE_POST_ACTION_COMPLETE, "Changes do not require a reboot", reason="None"
+            )
+        elif action.type in _RELOADED:
+            service = action.service or _RELOADED[action.type]
+            condition = m.phase(
+                m.UPDATE_POST_ACTION_COMPLETE, f"Node has reloaded service {service}"
+            )
+        else:
+            continue
+        _report(ctx, condition, defer=True)
+
+
+_RELOADED = {
+    ActionType.RELOAD: "",
+    ActionType.SPECIAL: "crio",
+    ActionType.DAEMON_RELOAD: "daemon-reload",
+}
+"""Upstream's service names of the reloads (``CRIOServiceName``, ``DaemonReloadCommand``)."""
 
 
 def rebooted(ctx: Context) -> None:
@@ -166,4 +188,28 @@ def completed(ctx: Context, config_name: str) -> None:
         m.phase(m.RESUMED, f"In desired config {config_name}. Resumed normal operations."),
         defer=True,
     )
+    _report(ctx, m.phase(m.UPDATED, f"Node {ctx.node_name} Updated"))
+
+
+# -- NodeDegraded (upstream reportMachineNodeDegradeStatus, from update() and
+#    updateDegradedState: every Degraded, the certificate writer's included) --------------
+
+
+def node_degraded(ctx: Context, reason: str) -> None:
+    """The agent reported a failure: NodeDegraded True with the error (one write, none when
+    the same failure is reported again)."""
+    message = f"Node {ctx.node_name} upgrade failure. {reason}"
+    _report(ctx, m.phase(m.NODE_DEGRADED, message))
+
+
+def node_not_degraded(ctx: Context, *, defer: bool = True) -> None:
+    """An update went through: NodeDegraded False (deferred: it goes with the next write)."""
+    message = f"Node {ctx.node_name} upgrade succeeded"
+    _report(ctx, m.phase(m.NODE_DEGRADED, message, m.FALSE), defer=defer)
+
+
+def recovered(ctx: Context, config_name: str) -> None:
+    """A Degraded node found well and set Done without an update: NodeDegraded False and
+    Updated again, in one write (none when the MachineConfigNode already says so)."""
+    node_not_degraded(ctx)
     _report(ctx, m.phase(m.UPDATED, f"Node {ctx.node_name} Updated"))

@@ -323,7 +323,8 @@ def _run(
         ctx.metrics.pivot_errors.set(0)
     if outcome is Outcome.DONE:
         progress.applied(ctx, plan)
-        progress.no_reboot(ctx)
+        progress.post_actions(ctx, plan)
+        progress.node_not_degraded(ctx)
     return outcome
 
 
@@ -347,6 +348,7 @@ def _no_drift_since_preflight(ctx: Context, current: Config, drained: bool) -> N
 
 def _applied_then_reboot(ctx: Context, plan: UpdatePlan, rationale: str) -> None:
     progress.applied(ctx, plan)
+    progress.node_not_degraded(ctx)
     progress.rebooting(ctx)
     before_reboot(ctx, rationale)
 

@@ -47,8 +47,14 @@ KUBELET_UNIT = "kubelet.service"
 
 END_CERTIFICATE = "-----END CERTIFICATE-----"
 NO_PEM = "Unable to decode cert into a pem block. Cert is either empty or invalid."
-MALFORMED = '"Malformed Cert, not syncing"'
-"""Upstream's logSystem line ends with the certificate itself; mcd never logs certificates."""
+
+
+def _malformed(index: int, error: ValueError) -> str:
+    """Upstream's logSystem line ends with the certificate itself; mcd names which one of
+    ``ca-bundle.crt`` and what is wrong with it, never its bytes."""
+    return f'"Malformed Cert, not syncing: certificate {index + 1} of {CA_BUNDLE_KEY}: {error}"'
+
+
 SELF_ROTATING_SIGNERS = (
     "kube-apiserver-localhost-signer",
     "openshift-kube-apiserver-operator_localhost-recovery-serving-signer",
@@ -160,31 +166,27 @@ def plan_ca_rotation(kubeconfig: bytes, bundle: bytes, path: str = KUBECONFIG) -
     messages: list[str] = []
     added: list[str] = []
     full: list[str] = []
-    for cert in from_cm:
+    for index, cert in enumerate(from_cm):
         if cert not in from_disk:
             added.append(cert)
         try:
             subject = _subject(cert)
-        except ValueError:
-            messages.append(MALFORMED)
+        except ValueError as e:
+            messages.append(_malformed(index, e))
             continue
         if subject is None:
-            messages.append(
-                "Unable to decode cert into a pem block. Cert is either empty or invalid."
-            )
+            messages.append(NO_PEM)
             break
         full.append(cert)
     defer = True
     for cert in added:
         try:
             subject = _subject(cert)
-        except ValueError:
-            messages.append(MALFORMED)
+        except ValueError as e:
+            messages.append(_malformed(from_cm.index(cert), e))
             continue
         if subject is None:
-            messages.append(
-                "Unable to decode cert into a pem block. Cert is either empty or invalid."
-            )
+            messages.append(NO_PEM)
             break
         messages.append(
             f'"Cert not found in kubeconfig. This means we need to write to disk. '

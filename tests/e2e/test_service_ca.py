@@ -1,9 +1,16 @@
 """A service-CA rotation landing without a reboot (issue 16): upstream
-``syncControllerConfigHandler`` with ``service-ca-rotate: "true"`` on the ControllerConfig."""
+``syncControllerConfigHandler`` with ``service-ca-rotate: "true"`` on the ControllerConfig.
+
+On the fake API server, and on a real kube-apiserver (``MCD_TEST_KUBECONFIG``) with upstream's
+ControllerConfig CRD applied and the agents holding a token of mcd's ServiceAccount: there the
+ConfigMap is read through the Role in ``daemonset/openshift/``, nothing more."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +18,16 @@ import pytest
 import yaml
 
 from mcd.agent.certsync import LAST_SYNCED
-from mcd.cluster.api import USER_AGENT
+from mcd.cluster.api import USER_AGENT, ApiError
 from mcd.model.serviceca import LAST_OBSERVED_SERVER_CA, SERVICE_CA_ROTATE
 from mcd.model.vocabulary import Annotation
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
 from tests.e2e.test_agent import boot_on
+from tests.e2e.test_own_node_admission import present
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import controller_config
+from tests.integration.test_kubectl import kubectl
 
 CERTS = Path(__file__).resolve().parents[1] / "data" / "certs"
 OLD = (CERTS / "openshift-service-serving-signer-1700000000.pem").read_bytes()
@@ -28,6 +37,62 @@ MCO_NS = "openshift-machine-config-operator"
 CC_PATH = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
 CM_PATH = f"/api/v1/namespaces/{MCO_NS}/configmaps"
 ROLE = Path(__file__).resolve().parents[2] / "daemonset/openshift/11-service-ca-rotation.yaml"
+CRD = Path(__file__).resolve().parents[1] / "data/upstream/controllerconfigs.crd.yaml"
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MCO_NS}}
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+
+
+@pytest.fixture
+def openshift(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
+    """The operator's namespace; on a real kube-apiserver also upstream's ControllerConfig
+    CRD (Established and served) and the Role of daemonset/openshift/ for the agents'
+    ServiceAccount, applied with kubectl; what was not there before is deleted after."""
+    if kube_cluster.fake is not None:
+        kube_cluster.create("/api/v1/namespaces", NAMESPACE)
+        yield
+        return
+    crd = yaml.safe_load(CRD.read_text())
+    role, binding = [d for d in yaml.safe_load_all(ROLE.read_text()) if d]
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{MCO_NS}"
+    paths = [CRD_PATH + crd["metadata"]["name"], f"/api/v1/namespaces/{MCO_NS}",
+             f"{rbac}/roles/{role['metadata']['name']}",
+             f"{rbac}/rolebindings/{binding['metadata']['name']}"]  # fmt: skip
+    added = [p for p in paths if not present(kube_cluster.kube, p)]
+    ns_file = tmp_path / "ns.yaml"
+    ns_file.write_text(yaml.safe_dump(NAMESPACE))
+    try:
+        for files in (["-f", str(CRD), "-f", str(ns_file)], ["-f", str(ROLE)]):
+            applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", *files)
+            assert applied.returncode == 0, applied.stderr
+        deadline = time.monotonic() + 60
+        while True:  # discovery catches up with the new kind
+            try:
+                kube_cluster.kube.request("GET", CC_PATH)
+                break
+            except ApiError:
+                assert time.monotonic() < deadline, "ControllerConfig CRD never served"
+                time.sleep(0.2)
+        yield
+    finally:
+        for path in reversed(added):
+            with contextlib.suppress(ApiError):
+                kube_cluster.kube.request("DELETE", path)
+        for path in added:  # the cluster as it was found
+            with contextlib.suppress(ApiError):
+                present(kube_cluster.kube, path, timeout=60.0)
+
+
+def rotating_controller_config() -> dict[str, Any]:
+    """The test ControllerConfig with the annotation, and the fields upstream's CRD requires."""
+    cc = controller_config("1")
+    cc["metadata"] = {"name": cc["metadata"]["name"], "annotations": {SERVICE_CA_ROTATE: "true"}}
+    cc["spec"].update({
+        "additionalTrustBundle": None, "baseOSContainerImage": "", "cloudProviderCAData": None,
+        "cloudProviderConfig": "", "clusterDNSIP": "172.30.0.10", "dns": None, "images": {},
+        "infra": None, "ipFamilies": "IPv4", "network": None, "proxy": None, "releaseImage": "",
+        "rootCAData": base64.b64encode(OLD).decode(),
+    })  # fmt: skip
+    return cc
 
 
 def kubeconfig(ca: bytes, user: dict[str, Any]) -> str:
@@ -68,10 +133,8 @@ def kubelet_jobs(node: AgentNode) -> list[str]:
 
 
 def test_service_ca_rotation_lands_without_a_reboot(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory, kube_cluster: TestCluster, openshift: None
 ) -> None:
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node(fake_systemd=True)  # the kubelet's stop/start are calls on the bus
     node.path("/etc/kubernetes").mkdir(parents=True)
     node.path("/var/lib/kubelet").mkdir(parents=True)
@@ -83,14 +146,10 @@ def test_service_ca_rotation_lands_without_a_reboot(
     kubelet_kc = node.path("/var/lib/kubelet/kubeconfig")
     kubelet_kc.write_text(kubeconfig(OLD, {"client-certificate": "/var/lib/kubelet/pki/c.pem"}))
     name = boot_on(node, kube_cluster)
-    kube_cluster.create("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MCO_NS}})  # fmt: skip
     kube_cluster.create(CM_PATH, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeconfig-data"},
         "binaryData": {"ca-bundle.crt": base64.b64encode(OLD + NEW).decode()}})  # fmt: skip
-    cc = controller_config("1")
-    cc["metadata"]["annotations"] = {SERVICE_CA_ROTATE: "true"}
-    kube_cluster.create(CC_PATH, cc)
+    kube_cluster.create(CC_PATH, rotating_controller_config())
 
     # the operator's new bundle lands: kubeconfig CA data replaced, kubelet stopped and started
     node.wait_for(lambda: node.annotations().get(LAST_OBSERVED_SERVER_CA) == "true", 15,
@@ -134,7 +193,9 @@ def test_service_ca_rotation_lands_without_a_reboot(
     assert node.reboots_requested() == 0
 
     # the agent's reads of kubeconfig-data are what daemonset/openshift/ grants it, no more
-    assert kube_cluster.fake is not None
+    # (on a real kube-apiserver the agents' token had only that Role to read it with)
+    if kube_cluster.fake is None:
+        return
     reads = {(r.method, r.path) for r in kube_cluster.fake.requests
              if r.user_agent.startswith(USER_AGENT) and "/configmaps" in r.path}  # fmt: skip
     assert reads == {("GET", f"{CM_PATH}/kubeconfig-data")}
@@ -146,25 +207,19 @@ def test_service_ca_rotation_lands_without_a_reboot(
 
 
 def test_a_kubeconfig_that_cannot_be_read_is_degraded_and_the_kubelet_left_alone(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory, kube_cluster: TestCluster, openshift: None
 ) -> None:
     """Upstream returns the error (handleControllerConfigErr: Degraded); mcd names the file
     and never the data, and no kubelet is stopped."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node(fake_systemd=True)
     node.path("/etc/kubernetes").mkdir(parents=True)
     host_kc = node.path("/etc/kubernetes/kubeconfig")
     host_kc.write_text("clusters: [\n  secret-ish-bytes\n")
     boot_on(node, kube_cluster)
-    kube_cluster.create("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MCO_NS}})  # fmt: skip
     kube_cluster.create(CM_PATH, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeconfig-data"},
         "data": {"ca-bundle.crt": (OLD + NEW).decode()}})  # fmt: skip
-    cc = controller_config("1")
-    cc["metadata"]["annotations"] = {SERVICE_CA_ROTATE: "true"}
-    kube_cluster.create(CC_PATH, cc)
+    kube_cluster.create(CC_PATH, rotating_controller_config())
     node.wait_for(lambda: node.state() == "Degraded", 15, "Degraded by the certificate writer")
     reason = node.annotations()[Annotation.REASON]
     assert reason.startswith("/etc/kubernetes/kubeconfig: could not unmarshal kubeconfig")

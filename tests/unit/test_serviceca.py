@@ -127,7 +127,10 @@ def test_malformed_certificates_are_left_out() -> None:
     plan = plan_ca_rotation(kubeconfig(OLD), OLD + bad + NEW)
     assert plan.kubeconfig is not None
     assert ca_of(plan.kubeconfig).count(b"BEGIN CERTIFICATE") == 2
-    assert '"Malformed Cert, not syncing"' in plan.messages
+    malformed = [m for m in plan.messages if m.startswith('"Malformed Cert, not syncing')]
+    assert malformed[0] == (
+        '"Malformed Cert, not syncing: certificate 2 of ca-bundle.crt: malformed certificate"'
+    )
 
 
 def test_an_unusable_kubeconfig_names_the_file_never_the_data() -> None:

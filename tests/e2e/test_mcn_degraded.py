@@ -1,0 +1,125 @@
+"""The MachineConfigNode's NodeDegraded and UpdatePostActionComplete conditions as upstream sets
+them (``reportMachineNodeDegradeStatus`` from ``update()`` and ``updateDegradedState``;
+``performPostConfigChangeNodeDisruptionAction``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.configs import KEY_B, worker
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.harness import AgentNode, create_config
+from tests.e2e.test_agent import boot_on
+from tests.e2e.test_machineconfignode import MCN, record_status_writes
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.kubecluster import TestCluster
+from tests.integration.test_certificates import controller_config
+from tests.unit.test_policy_status import status_object
+
+Obj = dict[str, Any]
+
+
+def conditions(cluster: TestCluster, node: AgentNode) -> dict[str, Obj]:
+    mcn = cluster.kube.request("GET", f"{MCN}/{node.name}")
+    return {c["type"]: c for c in mcn["status"]["conditions"]}
+
+
+def wait_condition(
+    cluster: TestCluster, node: AgentNode, kind: str, status: str, what: str
+) -> dict[str, Obj]:
+    node.wait_for(lambda: conditions(cluster, node)[kind]["status"] == status, 15, what)
+    return conditions(cluster, node)
+
+
+def test_node_degraded_follows_a_failed_update_and_its_recovery(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    """(The fake API server serves MachineConfigNodes; a real-cluster session installs no
+    MachineConfigNode CRD, see test_own_node_admission for that.)"""
+    node = make_node()
+    boot_on(node, kube_cluster)
+    missing = kube_cluster.name("rendered-worker-2")
+    node.set_desired(missing)  # no such MachineConfig yet: Degraded
+    node.wait_state("Degraded")
+    reason = node.reason()
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "True", "NodeDegraded True")
+    assert got["NodeDegraded"]["reason"] == "NodeDegraded"
+    assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade failure. {reason}"
+    assert got["Updated"]["status"] == "False"
+    create_config(kube_cluster, worker(missing, key=KEY_B))  # an SSH key: rebootless
+    node.wait_state("Done", missing)
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "False", "NodeDegraded False")
+    assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade succeeded"
+    assert got["Updated"]["status"] == "True"
+    # upstream's None action: reason None, then set back by Updated like every phase
+    post = got["UpdatePostActionComplete"]
+    assert (post["status"], post["reason"]) == ("False", "None")
+    assert post["message"] == f"Action during update to {missing}: Changes do not require a reboot"
+
+    # drift: Degraded (updateDegradedState reports it too); undone: Done, NodeDegraded False
+    app = node.path("/etc/app/app.conf")
+    good = app.read_text()
+    app.write_text("drifted\n")
+    node.wait_state("Degraded")
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "True", "NodeDegraded on drift")
+    assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade failure. {node.reason()}"
+    app.write_text(good)  # the retry finds the node well again: Done without an update
+    node.wait_for(lambda: node.state() == "Done" and not node.reason(), 20, "Done again")
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "False", "recovered")
+    assert got["Updated"]["status"] == "True"
+    assert node.reboots_requested() == 0
+
+
+def test_reload_policy_reports_the_reloaded_service(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    user = {"files": [{"path": "/etc/app", "actions": [
+        {"type": "Reload", "reload": {"serviceName": "app.service"}}]}]}  # fmt: skip
+    kube_cluster.create(
+        "/apis/operator.openshift.io/v1/machineconfigurations",
+        status_object(user, generation=1, observed=1),
+    )
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    writes = record_status_writes(fake_api, node.name)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.set_desired(new)
+    node.wait_state("Done", new)
+    wait_condition(kube_cluster, node, "Updated", "True", "Updated")
+    assert node.reboots_requested() == 0
+    last = {c["type"]: c for c in writes[-1]["conditions"]}
+    post = last["UpdatePostActionComplete"]
+    assert post["reason"] == "UpdatePostActionComplete"
+    assert (
+        post["message"] == f"Action during update to {new}: Node has reloaded service app.service"
+    )
+    assert last["NodeDegraded"]["message"] == f"Node {node.name} upgrade succeeded"
+    assert len(writes) == 3  # prepared; executing; applied + post action + updated (as before)
+
+
+def test_certificate_writer_failure_shows_in_the_machineconfignode(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream handleControllerConfigErr -> updateErrorState -> updateDegradedState: the
+    MachineConfigNode's NodeDegraded carries the certificate writer's error."""
+    if kube_cluster.fake is None:
+        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
+    node = make_node()
+    boot_on(node, kube_cluster)
+    blocker = node.path("/etc/kubernetes/kubelet-ca.crt")
+    blocker.mkdir(parents=True)
+    path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
+    kube_cluster.create(path, controller_config("1"))
+    reason = "cannot write file /etc/kubernetes/kubelet-ca.crt: a directory is in the way"
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "True", "NodeDegraded True")
+    assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade failure. {reason}"
+    blocker.rmdir()
+    obj = kube_cluster.kube.request("GET", f"{path}/machine-config-controller")
+    obj["metadata"].setdefault("labels", {})["touched"] = "1"
+    kube_cluster.kube.request("PUT", f"{path}/machine-config-controller", body=obj)
+    node.wait_state("Done")
+    got = wait_condition(kube_cluster, node, "NodeDegraded", "False", "NodeDegraded False")
+    assert got["Updated"]["status"] == "True"
