@@ -99,7 +99,8 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
 def test_ca_rotation_lands_without_a_reboot(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    """The certificate writer follows the ControllerConfig; the node never reboots."""
+    """The certificate writer follows the ControllerConfig; the node never reboots. (The
+    service-CA rotation of the same handler: tests/e2e/test_service_ca.py.)"""
     if kube_cluster.fake is None:
         pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()

@@ -26,7 +26,7 @@ from tests.e2e.harness import AgentNode
 from tests.e2e.test_agent import boot_on
 from tests.e2e.test_own_node_admission import present
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_certificates import controller_config
+from tests.integration.test_certificates import CA_A, controller_config
 from tests.integration.test_kubectl import kubectl
 
 CERTS = Path(__file__).resolve().parents[1] / "data" / "certs"
@@ -166,6 +166,8 @@ def test_service_ca_rotation_lands_without_a_reboot(
         "client-certificate": "/var/lib/kubelet/pki/c.pem"
     }
     assert kubelet_jobs(node) == ["StopUnit", "Reload", "StartUnit"]  # upstream's order
+    # the same sync wrote the ControllerConfig's own certificates (test_seams covers them)
+    assert node.path("/etc/kubernetes/kubelet-ca.crt").read_bytes() == CA_A + b"\n"
     assert node.reboots_requested() == 0 and not node.events("Drain")
     assert node.state() == "Done" and node.annotations()[Annotation.CURRENT_CONFIG] == name
     log = node.log()
