@@ -88,5 +88,5 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
     )
     start_drift_monitor(ctx, current.mc)
     ctx.status.done(current.name)
-    progress.recovered(ctx, current.name)
+    progress.recovered(ctx)
     log.info("Node %s corrected: Done on %s", ctx.node_name, current.name)

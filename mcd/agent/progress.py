@@ -208,7 +208,7 @@ def node_not_degraded(ctx: Context, *, defer: bool = True) -> None:
     _report(ctx, m.phase(m.NODE_DEGRADED, message, m.FALSE), defer=defer)
 
 
-def recovered(ctx: Context, config_name: str) -> None:
+def recovered(ctx: Context) -> None:
     """A Degraded node found well and set Done without an update: NodeDegraded False and
     Updated again, in one write (none when the MachineConfigNode already says so)."""
     node_not_degraded(ctx)
