@@ -23,6 +23,7 @@ from contextlib import nullcontext
 
 from mcd.agent import bootretry, owed, progress
 from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
+from mcd.agent.imagemode import desired_image
 from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
 from mcd.agent.update import (
@@ -110,7 +111,7 @@ def boot(ctx: Context, node: Obj) -> None:
         raise SyncError(problem)
     log.info("Validated on-disk state")
     finish_bootstrap(ctx)
-    if current.name == desired:
+    if current.name == desired and current.mc.ocl_image == desired_image(annotations):
         if outcome is Outcome.DONE:
             log.info("Completing update to target MachineConfig: %s", desired)
         else:

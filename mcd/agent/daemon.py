@@ -270,7 +270,9 @@ class Agent:
             )
             return
         current = current_config(ctx, node)
-        desired = wants_update(node, current.name, ctx.host.root.exists(FORCE_FILE))
+        desired = wants_update(
+            node, current.name, ctx.host.root.exists(FORCE_FILE), current.mc.ocl_image
+        )
         if desired:
             trigger_update(ctx, node, current, desired)
         else:

@@ -6,12 +6,14 @@ import json
 import logging
 from dataclasses import dataclass
 
+from mcd.agent import imagemode
 from mcd.agent.journal import StateError
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree
 from mcd.model.errors import ConfigError
+from mcd.model.imagemode import CURRENT_IMAGE_PATH, embed
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
@@ -88,6 +90,11 @@ def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
         raise StateError(
             f"unreadable state file {CURRENT_CONFIG_PATH}: {why}; {CURRENT_RECOVERY}"
         ) from e
+    try:
+        image = imagemode.current_image(root)
+    except (OSError, HostError) as e:
+        raise StateError(f"unreadable state file {CURRENT_IMAGE_PATH}: {e}") from e
+    data = embed(data, image)  # image mode: the node follows the image (currentimage)
     try:
         return load_machine_config(data), data
     except ConfigError as e:

@@ -39,10 +39,13 @@ from mcd.model.vocabulary import Annotation, NodeState, uncordon_request
 log = logging.getLogger(__name__)
 
 
-def differences(node: Obj, current: str) -> list[str]:
+def differences(node: Obj, current: str, image: str = "") -> list[str]:
     """What the Node says that a node settled on ``current`` would not ('' list: nothing)."""
     a = annotations_of(node)
     found = []
+    if a.get(Annotation.CURRENT_IMAGE, "") != image:
+        have = goquote(a.get(Annotation.CURRENT_IMAGE, ""))
+        found.append(f"currentImage {have} but on disk {goquote(image)}")
     if a.get(Annotation.CURRENT_CONFIG, "") != current:
         have = goquote(a.get(Annotation.CURRENT_CONFIG, ""))
         found.append(f"currentConfig {have} but on disk {goquote(current)}")
@@ -62,7 +65,7 @@ def cordoned_by_update(node: Obj, current: str) -> bool:
 
 def settle(ctx: Context, node: Obj, current: Config) -> None:
     """Correct the Node of a node that has no update to do (see the module docstring)."""
-    wrong = differences(node, current.name)
+    wrong = differences(node, current.name, current.mc.ocl_image)
     if ctx.status.failing and not wrong:  # Done by hand while the agent knows otherwise
         wrong.append(f"Done, while the agent last reported {goquote(ctx.status.failing)}")
     if cordoned_by_update(node, current.name):
@@ -87,6 +90,6 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {current.name} to Done"
     )
     start_drift_monitor(ctx, current.mc)
-    ctx.status.done(current.name)
+    ctx.status.done(current.name, current.mc.ocl_image)
     progress.recovered(ctx)
     log.info("Node %s corrected: Done on %s", ctx.node_name, current.name)

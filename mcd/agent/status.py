@@ -29,12 +29,14 @@ class NodeStatus:
         """Why the certificate writer's last sync failed ('' once one succeeds): the node
         stays Degraded with it until then, whatever the update worker finds."""
 
-    def done(self, config_name: str) -> None:
+    def done(self, config_name: str, image: str = "") -> None:
+        """Upstream ``SetDone``: also ``currentImage`` (image mode), removed when none."""
         self.writer.set_annotations(
             {
                 Annotation.STATE: NodeState.DONE,
                 Annotation.CURRENT_CONFIG: config_name,
                 Annotation.REASON: "",
+                Annotation.CURRENT_IMAGE: image or None,
             }
         )
         self.failing = ""

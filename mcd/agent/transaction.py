@@ -19,23 +19,20 @@ import logging
 from collections.abc import Callable
 from enum import StrEnum
 
-from mcd.agent import failpoints, owed, update_events
+from mcd.agent import failpoints, imagemode, owed, update_events
 from mcd.agent.handles import OSTREE_BOOTED, Node
 from mcd.agent.journal import Entry, Journal, Phase, journal_configs
 from mcd.cluster.events import Reason
-from mcd.host import fsops
 from mcd.host.errors import HostError
-from mcd.host.sealing import STATE_FILE_MODE, seal_state
+from mcd.host.sealing import seal_state
 from mcd.host.systemd import SystemdError
 from mcd.host.validation import check_file, validate_on_disk
 from mcd.model.actions import executed_actions
 from mcd.model.errors import ConfigError
-from mcd.model.extensions import package_changes
 from mcd.model.ignition import File
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import Action, ActionType
 from mcd.model.text import goquote
-from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
 
@@ -186,20 +183,8 @@ class Transaction:
     def _os(self) -> None:
         rpm = self.node.rpm
         assert rpm is not None
-        d, old, new = self.plan.diff, self.old, self.new
         self._emit(update_events.os_started(self.plan))
-        rpm.cleanup_pending()
-        if d.os_update:
-            rpm.rebase(new.os_image_url)
-        if d.kargs:
-            rpm.update_kargs(old.kernel_arguments, new.kernel_arguments)
-        if d.kernel_type or d.os_update:
-            rpm.switch_kernel(old.canonical_kernel_type, new.canonical_kernel_type)
-        if d.extensions or d.os_update:
-            install, uninstall = package_changes(
-                rpm.status().booted.requested_packages, new.extensions
-            )
-            rpm.update_extensions(install, uninstall)
+        imagemode.apply_os(rpm, self.node.root, self.plan)  # image mode, extensions
         staged = rpm.status().staged
         self.entry.staged = staged.checksum if staged else ""
         self._emit(update_events.os_finished(self.plan))
@@ -264,7 +249,7 @@ class Transaction:
         return Outcome.DONE
 
     def _commit(self) -> None:
-        fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.new_doc, STATE_FILE_MODE)
+        imagemode.store_current(self.node.root, self.new_doc)  # currentconfig, currentimage
         failpoints.reach("commit")
         self.journal.clear()
         seal_state(self.node.root)  # orig/ and noorig/ may have been created by this update
@@ -319,12 +304,9 @@ class Transaction:
                 failpoints.reach(f"rollback:{step}")
         if errors:
             raise UpdateError("; ".join(errors))
-        try:  # a rollback after the commit (the reboot could not be requested) un-promotes
-            promoted = self.node.root.read_bytes(CURRENT_CONFIG_PATH) == self.new_doc
-        except (OSError, HostError):
-            promoted = False
-        if promoted:
-            fsops.write_file(self.node.root, CURRENT_CONFIG_PATH, self.old_doc, STATE_FILE_MODE)
+        # a rollback after the commit (the reboot could not be requested) un-promotes
+        if imagemode.is_current(self.node.root, self.new_doc):
+            imagemode.store_current(self.node.root, self.old_doc)
         owed.clear(self.node.root)  # back on the old config: no reboot is owed
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)

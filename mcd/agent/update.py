@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mcd.agent import bootretry, owed, progress
+from mcd.agent import bootretry, imagemode, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -215,12 +215,23 @@ def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
 ) -> Outcome:
     set_log_fields(MCD_CONFIG=desired_name)  # journald: the config being applied
-    desired = fetch_config(ctx, desired_name)
+    desired = follow_image(fetch_config(ctx, desired_name), annotations_of(node))
     try:
         with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
             return _update(ctx, current, desired, preflight, drain_required(annotations_of(node)))
     except LockBusy as e:
         raise SyncError(str(e)) from e
+
+
+def follow_image(config: Config, annotations: dict[str, str]) -> Config:
+    """Image mode: ``desiredImage`` embedded as the config's osImageURL (hostile: gated)."""
+    try:
+        document = imagemode.desired_document(annotations, config.document)
+    except imagemode.ImageRefused as e:
+        raise SyncError(str(e)) from e
+    if document is config.document:
+        return config
+    return Config(load_machine_config(document), document, config.identity)
 
 
 def _update(
@@ -379,7 +390,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     bootretry.clear(ctx.host.root)
     set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
-    ctx.status.done(mc.name)
+    ctx.status.done(mc.name, mc.ocl_image)
     progress.completed(ctx, mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)
 
@@ -404,14 +415,15 @@ def _is_drift(reason: str) -> bool:
     return "content mismatch" in reason or "mode mismatch" in reason
 
 
-def wants_update(node: Obj, current_name: str, force: bool) -> str:
+def wants_update(node: Obj, current_name: str, force: bool, current_image: str = "") -> str:
     """The desired config name when a sync has work to do, else ''."""
     annotations = annotations_of(node)
     desired = annotations.get(Annotation.DESIRED_CONFIG, "")
     if not desired:
         return ""
     state = annotations.get(Annotation.STATE) or NodeState.DONE
-    if desired == current_name and not force:
+    same_image = annotations.get(Annotation.DESIRED_IMAGE, "") == current_image
+    if desired == current_name and same_image and not force:
         if state != NodeState.DONE:  # settled by :func:`mcd.agent.level.settle`
             log.warning("current+desiredConfig is %s but state is %s", desired, state)
         return ""

@@ -18,6 +18,7 @@ from mcd.model import fields as f
 from mcd.model.errors import ConfigError, ConfigParseError
 from mcd.model.ignition import IgnitionConfig
 from mcd.model.ignition_parse import empty_config, parse_ignition
+from mcd.model.imagemode import OCL_OS_IMAGE_URL
 from mcd.model.vocabulary import EMPTY_CONFIG_NAME
 
 MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
@@ -35,6 +36,8 @@ class MachineConfig:
     fips: bool = False
     kernel_type: str = ""
     base_os_extensions_container_image: str = ""
+    ocl_image: str = ""
+    """Image mode: the image embedded as ``osImageURL`` (:mod:`mcd.model.imagemode`)."""
 
     @property
     def canonical_kernel_type(self) -> str:
@@ -176,7 +179,16 @@ def _from_object(doc: object, default_name: str) -> MachineConfig:
         kernel_type=kernel_type,
         base_os_extensions_container_image=f.opt_str(spec, "baseOSExtensionsContainerImage", "spec")
         or "",
+        ocl_image=_ocl_image(meta),
     )
+
+
+def _ocl_image(meta: f.JSONMap) -> str:
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        return ""
+    image = annotations.get(OCL_OS_IMAGE_URL)
+    return image if isinstance(image, str) else ""
 
 
 __all__ = [

@@ -19,6 +19,8 @@ class Annotation(StrEnum):
     LAST_APPLIED_DRAIN = ANNOTATION_PREFIX + "lastAppliedDrain"
     POST_CONFIG_ACTION = ANNOTATION_PREFIX + "post-config-action"
     CONTROL_PLANE_TOPOLOGY = ANNOTATION_PREFIX + "controlPlaneTopology"
+    CURRENT_IMAGE = ANNOTATION_PREFIX + "currentImage"  # image mode: the image the node is on
+    DESIRED_IMAGE = ANNOTATION_PREFIX + "desiredImage"  # image mode: set by the controller
     SSH = ANNOTATION_PREFIX + "ssh"  # "accessed": someone logged in since boot (login monitor)
 
 

@@ -5,7 +5,9 @@ Invoked as ``rpm-ostree ...`` through ``tests/fakes/bin/rpm-ostree`` with
 in the real key shapes, stages a deployment on rebase / kargs / override /
 update, drops it on ``cleanup -p``, and fails on demand: the state's
 ``"fail": {"rebase": "error: ..."}`` makes that verb print the message and
-exit 1 (``"fail_times"`` limits how many times).
+exit 1 (``"fail_times"`` limits how many times). With ``"root"`` set to the
+node's root, ``update --install`` finds packages only in the enabled repositories
+of its ``/etc/yum.repos.d`` (the extensions repository), as rpm-ostree does.
 
 Deployments live in one of two places. Given a ``sysroot`` (``new_state(...,
 sysroot=DIR)``, as root with ``ostree`` installed), they are real OSTree
@@ -18,6 +20,7 @@ deployment a test drops from ``state["deployments"]`` is undeployed.
 The harness boots the staged deployment with :func:`boot_staged`.
 """
 
+import configparser
 import hashlib
 import json
 import os
@@ -197,6 +200,27 @@ def _options(args: list[str], name: str) -> list[str]:
     return values
 
 
+def _not_in_repos(state: State, packages: list[str]) -> list[str]:
+    """With ``state["root"]`` (a node root), packages must come from an enabled repository
+    of its ``/etc/yum.repos.d`` (``baseurl`` a directory holding ``NAME-*.rpm``), as
+    rpm-ostree resolves them; without it every package is found."""
+    if "root" not in state:
+        return []
+    root = Path(state["root"])
+    dirs = []
+    for repo in sorted((root / "etc/yum.repos.d").glob("*.repo")):
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(repo.read_text())
+        for section in parser.sections():
+            if parser[section].get("enabled", "1") != "1":
+                continue
+            base = parser[section].get("baseurl", "").removeprefix("file://")
+            dirs.append(root / base.lstrip("/"))
+    if not dirs and packages:
+        return packages
+    return [p for p in packages if not any(list(d.glob(f"**/{p}-[0-9]*.rpm")) for d in dirs)]
+
+
 def main(argv: list[str]) -> int:
     path = Path(os.environ["MCD_FAKE_RPMOSTREE_STATE"])
     state = load(path)
@@ -243,6 +267,11 @@ def main(argv: list[str]) -> int:
         )
         _stage(state, packages=packages, removals=removals)
     elif verb == "update":
+        missing = _not_in_repos(state, _options(args, "--install"))
+        if missing:
+            print(f"error: Packages not found: {', '.join(missing)}", file=sys.stderr)
+            save(path, state)
+            return 1
         packages = [
             p
             for p in _default(state)["requested-packages"]

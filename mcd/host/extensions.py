@@ -1,0 +1,165 @@
+"""The extensions repository, extracted from ``baseOSExtensionsContainerImage`` (upstream
+``ExtractExtensionsImage``/``addExtensionsRepo``).
+
+rpm-ostree installs extension packages (usbguard, kerberos, ...) from a yum
+repository that ships inside the release's extensions image. Upstream, and mcd
+with it: make ``/run/mco-extensions/``, a temp dir ``os-extensions-content-*`` in
+it; pull the image with podman unless it is in local storage already
+(``podman images --format=json --filter reference=IMG``; ``podman pull -q
+[--authfile /var/lib/kubelet/config.json] IMG``); ``podman create --net=none
+--annotation=org.openshift.machineconfigoperator.pivot=true --name
+ostree-container-pivot-UUID IMG``, ``podman cp CID:/ DIR``, ``chcon -R -t
+var_run_t DIR``; kill and remove the container; write
+``/etc/yum.repos.d/coreos-extensions.repo`` pointing at
+``DIR/usr/share/rpm-ostree/extensions/``. When the OS step is over, the repo file
+and the extracted tree are removed, whatever happened.
+
+An image that cannot be read is a :class:`ExtensionsImageError` naming the image
+and the field (``spec.baseOSExtensionsContainerImage``); so is an image with no
+extensions repository in it (upstream lets rpm-ostree find that out package by
+package). podman runs inside the root (``chroot``) when the root is a mounted
+host that carries it, as rpm-ostree does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mcd.host import fsops
+from mcd.host.errors import HostError
+from mcd.host.pullsecret import KUBELET_AUTH_FILE
+from mcd.host.rootfs import Root
+from mcd.host.runner import CommandError, Runner
+
+log = logging.getLogger(__name__)
+
+FIELD = "spec.baseOSExtensionsContainerImage"
+CONTENT_BASE_DIR = "/run/mco-extensions"
+CONTENT_PREFIX = "os-extensions-content-"
+REPO_FILE = "/etc/yum.repos.d/coreos-extensions.repo"
+REPO_SUBDIR = "usr/share/rpm-ostree/extensions"
+PIVOT_NAME_PREFIX = "ostree-container-pivot-"
+SELINUX_ENFORCE = "/sys/fs/selinux/enforce"
+PIVOT_ANNOTATION = "--annotation=org.openshift.machineconfigoperator.pivot=true"
+
+
+class ExtensionsImageError(HostError):
+    """The extensions image could not be pulled or read; nothing was installed."""
+
+
+def repo_content(content_dir: str) -> bytes:
+    """Upstream ``addExtensionsRepo``'s file, byte for byte."""
+    return (
+        "[coreos-extensions]\nenabled=1\nmetadata_expire=1m\nbaseurl="
+        + content_dir
+        + "/usr/share/rpm-ostree/extensions/\ngpgcheck=0\nskip_if_unavailable=False\n"
+    ).encode()
+
+
+class Podman:
+    def __init__(self, root: Root, runner: Runner | None = None) -> None:
+        self.root = root
+        self.runner = runner or Runner()
+        self.chrooted = root.path != "/" and root.exists("/usr/bin/podman")
+
+    def path_arg(self, node_path: str) -> str:
+        """A node path as podman sees it (inside the root when chrooted)."""
+        return node_path if self.chrooted else self.root.host(node_path)
+
+    def run(self, *args: str) -> str:
+        argv = ["podman", *args]
+        if self.chrooted:
+            argv = ["chroot", self.root.path, *argv]
+        return self.runner.run(argv).stdout
+
+    def quiet(self, *args: str) -> None:
+        try:
+            self.run(*args)
+        except HostError as e:
+            log.debug("ignored: %s", e)
+
+    def has_image(self, image: str) -> bool:
+        out = self.run("images", "--format=json", "--filter", f"reference={image}")
+        try:
+            return bool(json.loads(out or "[]"))
+        except ValueError:
+            return False
+
+
+def extract(root: Root, image: str, podman: Podman) -> str:
+    """Pull and copy ``image`` into a fresh content dir; return that dir (a node path)."""
+    fsops.ensure_dir(root, CONTENT_BASE_DIR, 0o755)
+    host_base = root.host_path(CONTENT_BASE_DIR)
+    content = (
+        CONTENT_BASE_DIR
+        + "/"
+        + os.path.basename(tempfile.mkdtemp(prefix=CONTENT_PREFIX, dir=host_base))
+    )
+    try:
+        if not podman.has_image(image):
+            auth = ["--authfile", KUBELET_AUTH_FILE] if root.exists(KUBELET_AUTH_FILE) else []
+            podman.run("pull", "-q", *auth, image)
+    except (CommandError, HostError) as e:
+        remove_content(root, content)
+        raise ExtensionsImageError(
+            f"error pulling extensions image {image} ({FIELD}): {_detail(e)}"
+        ) from e
+    name = PIVOT_NAME_PREFIX + str(uuid.uuid4())
+    try:
+        shutil.rmtree(root.host(content))  # podman cp makes it, as upstream
+        cid = podman.run("create", "--net=none", PIVOT_ANNOTATION, "--name", name, image).strip()
+        try:
+            podman.run("cp", f"{cid}:/", podman.path_arg(content))
+        finally:
+            podman.quiet("kill", name)
+            podman.quiet("rm", "-f", name)
+        if root.exists(SELINUX_ENFORCE):  # SELinux on: rpm-ostreed may read only var_run_t
+            chcon = ["chcon", "-R", "-t", "var_run_t", podman.path_arg(content)]
+            podman.runner.run(["chroot", root.path, *chcon] if podman.chrooted else chcon)
+    except (CommandError, HostError, OSError) as e:
+        remove_content(root, content)
+        raise ExtensionsImageError(
+            f"error extracting extensions image {image} ({FIELD}): {_detail(e)}"
+        ) from e
+    if not os.path.isdir(root.host(content + "/" + REPO_SUBDIR)):
+        remove_content(root, content)
+        raise ExtensionsImageError(
+            f"extensions image {image} ({FIELD}) has no extensions repository "
+            f"(/{REPO_SUBDIR}/ is missing)"
+        )
+    return content
+
+
+def remove_content(root: Root, content: str) -> None:
+    try:
+        fsops.remove(root, content)
+    except OSError as e:
+        log.warning("Could not remove %s: %s", content, e)
+
+
+@contextmanager
+def repository(root: Root, image: str, podman: Podman | None = None) -> Iterator[str]:
+    """The extensions repository from ``image`` for the ``with`` block; yields its dir."""
+    content = extract(root, image, podman or Podman(root))
+    try:
+        fsops.write_file(root, REPO_FILE, repo_content(content))
+        log.info("Extensions repository from %s at %s", image, content)
+        yield content
+    finally:
+        try:
+            fsops.remove_file(root, REPO_FILE)
+        except OSError as e:
+            log.warning("Could not remove %s: %s", REPO_FILE, e)
+        remove_content(root, content)
+
+
+def _detail(e: Exception) -> str:
+    text = str(e)
+    return text.removeprefix("error running ")
