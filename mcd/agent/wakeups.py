@@ -31,6 +31,8 @@ WAKE_KEYS = (
     Annotation.REASON,
     Annotation.DESIRED_DRAIN,
     Annotation.LAST_APPLIED_DRAIN,
+    Annotation.DESIRED_IMAGE,  # image mode: the controller may change the image alone
+    Annotation.CURRENT_IMAGE,
 )
 
 

@@ -60,8 +60,7 @@ def _main(state: State, argv: list[str]) -> int:
         ref = positional[-1]
         if ref not in state["registry"]:
             return _fail(
-                f"initializing source docker://{ref}: reading manifest in {ref}: "
-                "manifest unknown"
+                f"initializing source docker://{ref}: reading manifest in {ref}: manifest unknown"
             )
         state["local"].append(ref)
         print(_id(ref))

@@ -78,7 +78,10 @@ def test_extensions_are_installed_from_the_repository_in_the_extensions_image(
     assert verbs == ["images", "pull", "create", "cp", "kill", "rm"]
     assert calls[1] == ["pull", "-q", EXT_IMAGE]  # no kubelet pull secret on this node
     create = calls[2]
-    assert "--net=none" in create and "--annotation=org.openshift.machineconfigoperator.pivot=true" in create
+    assert (
+        "--net=none" in create
+        and "--annotation=org.openshift.machineconfigoperator.pivot=true" in create
+    )
     assert create[create.index("--name") + 1].startswith("ostree-container-pivot-")
     assert calls[3][1].endswith(":/")
     # the repository and the extracted tree are gone once the OS step is over
@@ -142,7 +145,10 @@ def test_an_image_without_an_extensions_repository_is_refused(
     registry.write_text(json.dumps(state))
     new = ostree.write_config("rendered-worker-2", osImageURL=IMAGE_A, extensions=["sysstat"],
                               baseOSExtensionsContainerImage=MISSING_IMAGE)  # fmt: skip
-    with pytest.raises(UpdateError, match=r"^extensions image .* \(spec\.baseOSExtensionsContainerImage\) has no extensions repository \(/usr/share/rpm-ostree/extensions/ is missing\)$"):  # noqa: E501
+    with pytest.raises(
+        UpdateError,
+        match=r"^extensions image .* \(spec\.baseOSExtensionsContainerImage\) has no extensions repository \(/usr/share/rpm-ostree/extensions/ is missing\)$",
+    ):
         ostree.apply(new)
     assert not any(c["argv"][0] == "update" for c in ostree.rpm()["calls"])
 

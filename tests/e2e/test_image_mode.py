@@ -1,0 +1,98 @@
+"""Image mode end to end (issue 17): ``desiredImage`` on the Node drives a rebase to that
+image on the rpm-ostree stand-in (a real OSTree sysroot where the machine has ostree), the
+config's files are still written, ``currentImage`` is reported with ``currentConfig`` after
+the reboot; removing ``desiredImage`` rebases back to the config's ``osImageURL``; a hostile
+``desiredImage`` is refused in one line and nothing changes."""
+
+from __future__ import annotations
+
+import json
+
+from mcd.model.imagemode import CURRENT_IMAGE_PATH
+from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
+from tests.e2e.configs import APP_CONF, worker
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.harness import IMAGE_A, create_config
+from tests.e2e.test_agent import boot_on
+from tests.fakes.kubecluster import TestCluster
+
+OCL_IMAGE = (
+    "image-registry.openshift-image-registry.svc:5000/openshift-machine-config-operator/"
+    "os-image@sha256:" + "c" * 64
+)
+
+
+def booted(node: object) -> dict[str, object]:
+    return next(d for d in node.rpm()["deployments"] if d["booted"])  # type: ignore[attr-defined]
+
+
+def test_desired_image_rebases_reports_current_image_and_reverts(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    kube_cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_reboot()
+    calls = [c["argv"] for c in node.rpm()["calls"]]
+    assert ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE}"] in calls
+    assert node.path(APP_CONF).read_text() == "threads=8\n"  # files written in image mode too
+    assert Annotation.CURRENT_IMAGE not in node.annotations()  # not before the image boots
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
+    on_disk = json.loads(node.path(CURRENT_CONFIG_PATH).read_text())
+    assert on_disk["metadata"]["name"] == new
+    assert on_disk["spec"]["osImageURL"] == IMAGE_A  # the config as the cluster has it
+    assert "annotations" not in on_disk["metadata"]
+
+    # leave image mode: desiredImage removed -> back to the config's osImageURL
+    third = kube_cluster.name("rendered-worker-3")
+    create_config(kube_cluster, worker(third, app="threads=9\n"))
+    kube_cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: third, Annotation.DESIRED_IMAGE: None}
+    )
+    node.wait_reboot(2)
+    calls = [c["argv"] for c in node.rpm()["calls"]]
+    assert calls[-1] != ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE}"]
+    assert ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_A}"] in calls
+    node.reboot()
+    node.wait_state("Done", third)
+    assert Annotation.CURRENT_IMAGE not in node.annotations()
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_A}"
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == ""
+    assert node.path(APP_CONF).read_text() == "threads=9\n"
+
+
+def test_a_hostile_desired_image_is_refused_in_one_line_and_nothing_changes(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    name = boot_on(node, kube_cluster)
+    before = node.rpm()["deployments"]
+    hostile = "docker://evil.example.com/x:latest\n--install=backdoor"
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: hostile})
+    node.wait_state("Degraded")
+    assert node.reason() == (
+        "node annotation machineconfiguration.openshift.io/desiredImage: invalid image "
+        'reference "docker://evil.example.com/x:latest\\n--install=backdoor": contains the '
+        "control character U+000A at offset 34"
+    )
+    assert node.rpm()["deployments"] == before
+    assert not [c for c in node.rpm()["calls"] if c["argv"][0] == "rebase"]
+    assert node.reboots_requested() == 0
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: "docker://evil.example.com/x"})
+    node.wait_for(lambda: "has its own transport" in node.reason(), 15, "transport refused")
+    assert node.reason() == (
+        "node annotation machineconfiguration.openshift.io/desiredImage: invalid image "
+        'reference "docker://evil.example.com/x": has its own transport "docker://"; '
+        "give a registry pullspec"
+    )
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: None})
+    node.wait_state("Done", name)
+    assert node.reboots_requested() == 0
