@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from mcd.model import validate
 from mcd.model.errors import ConfigValidationError
+from mcd.model.imagemode import argument_problem
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.text import goquote
-from mcd.model.values import spec_value_problems
+from mcd.model.values import control_problem, spec_value_problems
 
 SUPPORTED_EXTENSIONS = (
     "two-node-ha", "wasm", "ipsec", "usbguard", "kerberos",
@@ -61,7 +62,19 @@ def spec_problems(mc: MachineConfig) -> list[str]:
     if invalid:
         found.append(f"spec.extensions: invalid extensions found: [{' '.join(invalid)}]")
     found.extend(spec_value_problems(mc.os_image_url, mc.kernel_arguments, mc.extensions))
+    # osImageURL's control characters are reported above; what else would go on a
+    # command line after mcd's own transport is refused for both images
+    if mc.os_image_url and not control_problem(mc.os_image_url):
+        found.extend(_image_problem("spec.osImageURL", mc.os_image_url))
+    found.extend(
+        _image_problem("spec.baseOSExtensionsContainerImage", mc.base_os_extensions_container_image)
+    )
     return found
+
+
+def _image_problem(field: str, image: str) -> list[str]:
+    bad = argument_problem(image) if image else None
+    return [f"{field}: invalid image reference {goquote(image)}: {bad}"] if bad else []
 
 
 def refusal(name: str, found: list[str]) -> str:

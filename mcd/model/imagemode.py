@@ -45,10 +45,9 @@ _REFERENCE = re.compile(
 )
 
 
-def reference_problem(value: str) -> str | None:
-    """Why ``value`` cannot be used as an image pullspec, or None."""
-    if not value:
-        return "is empty"
+def argument_problem(value: str) -> str | None:
+    """Why ``value`` cannot follow mcd's fixed transport on a command line: a control
+    character, a leading ``-`` (an option), a transport of its own, or an absurd length."""
     bad = control_problem(value)
     if bad:
         return bad
@@ -59,6 +58,16 @@ def reference_problem(value: str) -> str | None:
     for transport in TRANSPORTS:
         if value.startswith(transport):
             return f"has its own transport {goquote(transport)}; give a registry pullspec"
+    return None
+
+
+def reference_problem(value: str) -> str | None:
+    """Why ``value`` cannot be used as an image pullspec, or None."""
+    if not value:
+        return "is empty"
+    bad = argument_problem(value)
+    if bad:
+        return bad
     if not _REFERENCE.fullmatch(value):
         return "is not a registry pullspec ([host[:port]/]path[:tag][@digest])"
     return None
