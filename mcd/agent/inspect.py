@@ -39,6 +39,9 @@ class NodeReport:
     events: list[dict[str, str]] = field(default_factory=list)
     ssh: str = ""
     """The ``ssh`` annotation: ``accessed`` once someone logged in on the node this boot."""
+    current_image: str = ""
+    desired_image: str = ""
+    """Image mode: the ``currentImage`` and ``desiredImage`` annotations."""
 
     @property
     def next_step(self) -> str:
@@ -57,6 +60,8 @@ class NodeReport:
             "plan": self.plan,
             "planError": self.plan_error,
             "ssh": self.ssh,
+            "currentImage": self.current_image,
+            "desiredImage": self.desired_image,
             "nextStep": self.next_step,
             "events": self.events,
         }
@@ -64,6 +69,8 @@ class NodeReport:
 
 RUNBOOK = "docs/runbook.md"
 RUNBOOK_SECTIONS = (
+    ("extensions image", "#18-image-mode-and-extensions"),  # before "rpm-ostree"
+    ("desiredImage", "#18-image-mode-and-extensions"),  # before "machineconfig"
     ("unexpected on-disk state", "#1-config-drift-files-on-disk-differ-from-the-current-config"),
     ("machineconfig", "#2-the-desired-machineconfig-cannot-be-read"),
     ("invalid MachineConfig", "#2-the-desired-machineconfig-cannot-be-read"),
@@ -174,6 +181,8 @@ def node_report(
         plan_error=plan_error,
         events=_events(kube, node, namespace or default_namespace(), events),
         ssh=a.get(Annotation.SSH, ""),
+        current_image=a.get(Annotation.CURRENT_IMAGE, ""),
+        desired_image=a.get(Annotation.DESIRED_IMAGE, ""),
     )
 
 
@@ -192,6 +201,10 @@ def render_report(r: NodeReport) -> str:
         f"Current config:  {r.current or '-'}",
         f"Desired config:  {r.desired or '-'}",
     ]
+    if r.current_image or r.desired_image:  # image mode
+        current, desired = printable(r.current_image) or "-", printable(r.desired_image) or "-"
+        lines.append(f"Image:           {current} -> {desired}" if current != desired
+                     else f"Image:           {current}")  # fmt: skip
     drain = ", ".join(f"{k}={v}" for k, v in r.drain.items())
     lines.append(f"Schedulable:     {'no (cordoned)' if r.unschedulable else 'yes'}"
                  + (f"; {drain}" if drain else ""))  # fmt: skip

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 
+from click.testing import CliRunner
+
+from mcd.cli import cli
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import IMAGE_A, create_config
+from tests.e2e.harness import IMAGE_A, AgentNode, create_config
 from tests.e2e.test_agent import boot_on
 from tests.fakes.kubecluster import TestCluster
 
@@ -20,6 +23,13 @@ OCL_IMAGE = (
     "image-registry.openshift-image-registry.svc:5000/openshift-machine-config-operator/"
     "os-image@sha256:" + "c" * 64
 )
+
+
+def status(node: AgentNode, cluster: TestCluster) -> str:
+    result = CliRunner().invoke(
+        cli, ["status", "--node", node.name, "--kubeconfig", str(cluster.kubeconfig)]
+    )
+    return result.output
 
 
 def booted(node: object) -> dict[str, object]:
@@ -50,6 +60,7 @@ def test_desired_image_rebases_reports_current_image_and_reverts(
     assert on_disk["metadata"]["name"] == new
     assert on_disk["spec"]["osImageURL"] == IMAGE_A  # the config as the cluster has it
     assert "annotations" not in on_disk["metadata"]
+    assert f"Image:           {OCL_IMAGE}\n" in status(node, kube_cluster)
 
     # leave image mode: desiredImage removed -> back to the config's osImageURL
     third = kube_cluster.name("rendered-worker-3")
@@ -86,6 +97,9 @@ def test_a_hostile_desired_image_is_refused_in_one_line_and_nothing_changes(
     assert node.rpm()["deployments"] == before
     assert not [c for c in node.rpm()["calls"] if c["argv"][0] == "rebase"]
     assert node.reboots_requested() == 0
+    shown = status(node, kube_cluster)
+    assert "Image:           - -> docker://evil.example.com/x:latest\\n--install=backdoor" in shown
+    assert "see docs/runbook.md#18-image-mode-and-extensions" in shown
     kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: "docker://evil.example.com/x"})
     node.wait_for(lambda: "has its own transport" in node.reason(), 15, "transport refused")
     assert node.reason() == (
