@@ -23,16 +23,16 @@ the cluster has it (the image annotations removed, its own ``osImageURL`` back) 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 from mcd.host import extensions, fsops
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
-from mcd.host.rpmostree import RpmOstree
+from mcd.host.rpmostree import RpmOstree, RpmOstreeError
 from mcd.host.sealing import STATE_FILE_MODE
 from mcd.model import imagemode
-from mcd.model.extensions import package_changes
+from mcd.model.extensions import extension_packages, package_changes
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
 from mcd.model.plan import UpdatePlan
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
@@ -98,7 +98,28 @@ def _apply(rpm: RpmOstree, plan: UpdatePlan) -> None:
         rpm.switch_kernel(old.canonical_kernel_type, new.canonical_kernel_type)
     if d.extensions or d.os_update:
         install, uninstall = package_changes(rpm.status().booted.requested_packages, new.extensions)
-        rpm.update_extensions(install, uninstall)
+        if install or uninstall:
+            rpm.update_extensions(install, uninstall)
+            verify_staged(rpm, new.extensions)
+        else:
+            log.info("No extension updates required")
+
+
+def verify_staged(rpm: RpmOstree, wanted: Sequence[str]) -> None:
+    """Upstream ``verifyExtensionsStaged`` (OCPBUGS-65645): every package of the config's
+    extensions is requested in the staged deployment before the node reboots."""
+    expected = extension_packages(wanted)
+    if not expected:
+        return
+    staged = rpm.status().staged
+    if staged is None:
+        raise RpmOstreeError("no staged deployment found after applying extensions")
+    missing = [p for p in expected if p not in staged.requested_packages]
+    if missing:
+        raise RpmOstreeError(
+            "the following extension packages are missing from the staged deployment: "
+            f"[{' '.join(missing)}]"
+        )
 
 
 def store_current(root: Root, document: bytes) -> None:

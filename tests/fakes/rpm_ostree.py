@@ -277,7 +277,9 @@ def main(argv: list[str]) -> int:
             for p in _default(state)["requested-packages"]
             if p not in _options(args, "--uninstall")
         ]
-        _stage(state, packages=packages + _options(args, "--install"))
+        dropped = state.get("drop_packages", [])  # OCPBUGS-65645: a package silently lost
+        installed = [p for p in _options(args, "--install") if p not in dropped]
+        _stage(state, packages=packages + installed)
     elif verb == "cleanup":
         state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
     else:

@@ -171,3 +171,24 @@ def test_the_repo_file_is_upstreams_byte_for_byte() -> None:
         b"baseurl=/run/mco-extensions/os-extensions-content-1/usr/share/rpm-ostree/extensions/\n"
         b"gpgcheck=0\nskip_if_unavailable=False\n"
     )
+
+
+def test_a_package_missing_from_the_staged_deployment_fails_the_update(
+    ostree: OstreeNode,  # noqa: F811
+    registry: Path,
+) -> None:
+    """Upstream verifyExtensionsStaged (OCPBUGS-65645): checked before the reboot."""
+    booted_on(ostree)
+    rpm = ostree.rpm()
+    rpm["drop_packages"] = ["libkadm5"]
+    rpm_ostree.save(ostree.state, rpm)
+    new = ostree.write_config("rendered-worker-2", osImageURL=IMAGE_A, extensions=["kerberos"],
+                              baseOSExtensionsContainerImage=EXT_IMAGE)  # fmt: skip
+    with pytest.raises(UpdateError) as caught:
+        ostree.apply(new)
+    assert str(caught.value) == (
+        "the following extension packages are missing from the staged deployment: [libkadm5]"
+    )
+    assert not [d for d in ostree.rpm()["deployments"] if d["staged"]]  # dropped on rollback
+    assert ostree.current() == "rendered-worker-1"
+    assert not ostree.bus.calls("StartTransientUnit")  # no reboot
