@@ -11,12 +11,14 @@ import json
 from click.testing import CliRunner
 
 from mcd.cli import cli
+from mcd.host.rpmostree import RETRY_ENV
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, AgentNode, create_config
 from tests.e2e.test_agent import boot_on
+from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 
 OCL_IMAGE = (
@@ -110,3 +112,36 @@ def test_a_hostile_desired_image_is_refused_in_one_line_and_nothing_changes(
     kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: None})
     node.wait_state("Done", name)
     assert node.reboots_requested() == 0
+
+
+def test_an_image_that_cannot_be_pulled_rolls_back_and_is_retried(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    node.base_env[RETRY_ENV] = "0.01"
+    name = boot_on(node, kube_cluster)
+    state = node.rpm()
+    state["fail"]["rebase"] = f"error: reading manifest in {OCL_IMAGE}: manifest unknown"
+    state["fail_times"]["rebase"] = 10_000
+    rpm_ostree.save(node.rpm_state, state)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    kube_cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_state("Degraded", timeout=60)
+    assert node.reason().startswith(f"failed to update OS to {OCL_IMAGE} after retries: ")
+    assert node.path(APP_CONF).read_text() == "threads=4\n"  # the files step rolled back
+    assert node.annotations()[Annotation.CURRENT_CONFIG] == name
+    assert Annotation.CURRENT_IMAGE not in node.annotations()
+    assert not [d for d in node.rpm()["deployments"] if d["staged"]]
+    assert not node.path(CURRENT_IMAGE_PATH).exists()
+    assert node.reboots_requested() == 0
+
+    state = node.rpm()  # the image is pushed: the retry goes through
+    state["fail"].pop("rebase")
+    rpm_ostree.save(node.rpm_state, state)
+    node.wait_reboot(timeout=60)
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
