@@ -22,7 +22,12 @@ import logging
 from contextlib import nullcontext
 
 from mcd.agent import bootretry, owed, progress
-from mcd.agent.bootstrap import bootstrap_pivot, finish_bootstrap, load_node_annotations
+from mcd.agent.bootstrap import (
+    bootstrap_pivot,
+    finish_bootstrap,
+    load_node_annotations,
+    with_bootstrap_image,
+)
 from mcd.agent.imagemode import desired_image
 from mcd.agent.journal import Journal, StateError
 from mcd.agent.transaction import Outcome, UpdateError, recover
@@ -79,7 +84,7 @@ def boot(ctx: Context, node: Obj) -> None:
     if still_owed is not None and not interrupted:
         reboot_again(ctx, still_owed)
         return
-    current = current_config(ctx, node)
+    current = with_bootstrap_image(ctx, node, current_config(ctx, node))
     set_log_fields(MCD_CONFIG=current.name)
     if outcome is None and bootstrap_pivot(ctx, current):
         return

@@ -27,6 +27,7 @@ from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.model.errors import ConfigError
+from mcd.model.imagemode import embed, reference_refusal
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import make_plan
 from mcd.model.text import goquote
@@ -87,6 +88,20 @@ def finish_bootstrap(ctx: Context) -> None:
     log.info("No bootstrap pivot required; unlinking bootstrap node annotations")
     fsops.copy_preserving(root, INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK)
     fsops.remove(root, INITIAL_ANNOTATIONS)
+
+
+def with_bootstrap_image(ctx: Context, node: Obj, current: Config) -> Config:
+    """Image mode at install: while bootstrapping, the node's target is its ``currentImage``
+    annotation (from ``node-annotations.json``) when it has one, as upstream; the reference
+    is gated like ``desiredImage``."""
+    image = annotations_of(node).get(Annotation.CURRENT_IMAGE, "")
+    if not (image and bootstrapping(ctx)) or current.mc.ocl_image:
+        return current
+    refusal = reference_refusal(f"node annotation {Annotation.CURRENT_IMAGE}", image)
+    if refusal:
+        raise SyncError(refusal)
+    document = embed(current.document, image)
+    return Config(load_machine_config(document), document, current.identity)
 
 
 def bootstrap_pivot(ctx: Context, current: Config) -> bool:

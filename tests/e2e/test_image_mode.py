@@ -10,6 +10,7 @@ import json
 
 from click.testing import CliRunner
 
+from mcd.agent.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
 from mcd.cli import cli
 from mcd.host.rpmostree import RETRY_ENV
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
@@ -145,3 +146,31 @@ def test_an_image_that_cannot_be_pulled_rolls_back_and_is_retried(
     node.reboot()
     node.wait_state("Done", new)
     assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+
+
+def test_bootstrap_pivot_goes_to_the_current_image_of_node_annotations(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """checkStateOnFirstRun, bootstrapping an image-mode node: the target is the
+    ``currentImage`` the machine-config-server wrote, not the config's osImageURL."""
+    node = make_node(fake_systemd=True)
+    name = kube_cluster.name("rendered-worker-1")
+    node.provision(worker(name))  # installed from the boot image (IMAGE_A)
+    create_config(kube_cluster, worker(name))
+    node.path(CURRENT_CONFIG_PATH).unlink()
+    initial = {
+        Annotation.CURRENT_CONFIG: name, Annotation.DESIRED_CONFIG: name,
+        Annotation.STATE: "Done", Annotation.CURRENT_IMAGE: OCL_IMAGE,
+        Annotation.DESIRED_IMAGE: OCL_IMAGE,
+    }  # fmt: skip
+    node.path(INITIAL_ANNOTATIONS).write_text(json.dumps(initial))
+    node.start()
+    node.wait_reboot()
+    assert "Bootstrap pivot required to: " + OCL_IMAGE in node.log()
+    node.reboot()
+    node.wait_for(lambda: node.path(INITIAL_ANNOTATIONS_BAK).exists(), 30, "bootstrap done")
+    node.wait_state("Done", name)
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+    assert node.reboots_requested() == 1
