@@ -61,9 +61,8 @@ def _driver(store: Path) -> str:
     return record.read_text()
 
 
-def podman(
-    *args: str, check: bool = True, timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
+def podman_argv() -> list[str]:
+    """``podman`` with every option that keeps its state in the test cache."""
     store = cache_dir() / "podman"
     for d in ("storage", "run", "tmp", "net"):
         (store / d).mkdir(parents=True, exist_ok=True)
@@ -73,6 +72,13 @@ def podman(
             "--events-backend", "file"]  # fmt: skip
     if Path("/sys/fs/cgroup/unified").is_dir():  # hybrid cgroups: crun 1.8 refuses them
         argv += ["--runtime", "runc"]
+    return argv
+
+
+def podman(
+    *args: str, check: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    argv = podman_argv()
     result = subprocess.run([*argv, *args], capture_output=True, text=True, check=False,
                             timeout=timeout)  # fmt: skip
     if check and result.returncode != 0:
