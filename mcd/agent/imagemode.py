@@ -34,6 +34,7 @@ from mcd.host.sealing import STATE_FILE_MODE
 from mcd.model import imagemode
 from mcd.model.extensions import extension_packages, package_changes
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
+from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.plan import UpdatePlan
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 
@@ -50,16 +51,17 @@ def desired_image(annotations: Mapping[str, str]) -> str:
     return annotations.get(Annotation.DESIRED_IMAGE, "")
 
 
-def desired_document(annotations: Mapping[str, str], document: bytes) -> bytes:
-    """The desired config's document with ``desiredImage`` embedded (the same bytes when
-    the node has no desiredImage); a hostile reference is refused in one line."""
+def follow(annotations: Mapping[str, str], document: bytes) -> tuple[MachineConfig, bytes] | None:
+    """The desired config with ``desiredImage`` embedded as its osImageURL (None when the
+    node has no desiredImage); a hostile reference is refused in one line."""
     image = desired_image(annotations)
     if not image:
-        return document
+        return None
     refusal = imagemode.reference_refusal(f"node annotation {Annotation.DESIRED_IMAGE}", image)
     if refusal:
         raise ImageRefused(refusal)
-    return imagemode.embed(document, image)
+    embedded = imagemode.embed(document, image)
+    return load_machine_config(embedded), embedded
 
 
 def needs_repository(plan: UpdatePlan) -> bool:

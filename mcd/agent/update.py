@@ -215,23 +215,17 @@ def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
 ) -> Outcome:
     set_log_fields(MCD_CONFIG=desired_name)  # journald: the config being applied
-    desired = follow_image(fetch_config(ctx, desired_name), annotations_of(node))
+    desired = fetch_config(ctx, desired_name)
+    try:  # image mode: desiredImage embedded as the config's osImageURL (gated)
+        followed = imagemode.follow(annotations_of(node), desired.document)
+    except imagemode.ImageRefused as e:
+        raise SyncError(str(e)) from e
+    desired = Config(*followed, desired.identity) if followed else desired
     try:
         with writer_lock(ctx.host.root, f"mcd start: update to {desired.name}", AGENT_LOCK_WAIT):
             return _update(ctx, current, desired, preflight, drain_required(annotations_of(node)))
     except LockBusy as e:
         raise SyncError(str(e)) from e
-
-
-def follow_image(config: Config, annotations: dict[str, str]) -> Config:
-    """Image mode: ``desiredImage`` embedded as the config's osImageURL (hostile: gated)."""
-    try:
-        document = imagemode.desired_document(annotations, config.document)
-    except imagemode.ImageRefused as e:
-        raise SyncError(str(e)) from e
-    if document is config.document:
-        return config
-    return Config(load_machine_config(document), document, config.identity)
 
 
 def _update(
