@@ -34,9 +34,9 @@ def registry(ostree: OstreeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     image = tmp_path / "ext-image"
     repo = image / "usr/share/rpm-ostree/extensions"
     repo.mkdir(parents=True)
-    for rpm in ("usbguard-1.1.2-4.el9.x86_64", "krb5-workstation-1.21.1-2.el9.x86_64",
+    for package in ("usbguard-1.1.2-4.el9.x86_64", "krb5-workstation-1.21.1-2.el9.x86_64",
                 "libkadm5-1.21.1-2.el9.x86_64"):  # fmt: skip
-        (repo / f"{rpm}.rpm").write_bytes(b"\xed\xab\xee\xdb")
+        (repo / f"{package}.rpm").write_bytes(b"\xed\xab\xee\xdb")
     state = tmp_path / "podman.json"
     state.write_text(json.dumps(podman.new_state({EXT_IMAGE: str(image)})))
     monkeypatch.setenv("PATH", f"{PODMAN_BIN}:{os.environ['PATH']}")
