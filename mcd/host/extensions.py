@@ -5,10 +5,10 @@ rpm-ostree installs extension packages (usbguard, kerberos, ...) from a yum
 repository that ships inside the release's extensions image. Upstream, and mcd
 with it: make ``/run/mco-extensions/``, a temp dir ``os-extensions-content-*`` in
 it; pull the image with podman unless it is in local storage already
-(``podman images --format=json --filter reference=IMG``; ``podman pull -q
-[--authfile /var/lib/kubelet/config.json] IMG``); ``podman create --net=none
+(``podman images --format=json --filter reference=IMG``; ``nice -- ionice -c 3 podman
+pull -q [--authfile /var/lib/kubelet/config.json] IMG``, 6 tries); ``podman create --net=none
 --annotation=org.openshift.machineconfigoperator.pivot=true --name
-ostree-container-pivot-UUID IMG``, ``podman cp CID:/ DIR``, ``chcon -R -t
+ostree-container-pivot-UUID IMG``, ``podman cp CID:/ DIR`` (niced, 6 tries), ``chcon -R -t
 var_run_t DIR``; kill and remove the container; write
 ``/etc/yum.repos.d/coreos-extensions.repo`` pointing at
 ``DIR/usr/share/rpm-ostree/extensions/``. When the OS step is over, the repo file
@@ -36,6 +36,7 @@ from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.pullsecret import KUBELET_AUTH_FILE
 from mcd.host.rootfs import Root
+from mcd.host.rpmostree import RETRY_ENV, Retry
 from mcd.host.runner import CommandError, Runner
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,17 @@ REPO_FILE = "/etc/yum.repos.d/coreos-extensions.repo"
 REPO_SUBDIR = "usr/share/rpm-ostree/extensions"
 PIVOT_NAME_PREFIX = "ostree-container-pivot-"
 SELINUX_ENFORCE = "/sys/fs/selinux/enforce"
+PODMAN_TRIES = 6  # upstream numRetriesNetCommands (5) + 1
 PIVOT_ANNOTATION = "--annotation=org.openshift.machineconfigoperator.pivot=true"
 
 
 class ExtensionsImageError(HostError):
     """The extensions image could not be pulled or read; nothing was installed."""
+
+
+def _retry() -> Retry:
+    first = 5.0 if RETRY_ENV not in os.environ else Retry.from_env().initial
+    return Retry(attempts=PODMAN_TRIES, initial=first)
 
 
 def repo_content(content_dir: str) -> bytes:
@@ -64,10 +71,13 @@ def repo_content(content_dir: str) -> bytes:
 
 
 class Podman:
-    def __init__(self, root: Root, runner: Runner | None = None) -> None:
+    def __init__(
+        self, root: Root, runner: Runner | None = None, retry: Retry | None = None
+    ) -> None:
         self.root = root
         self.runner = runner or Runner()
         self.chrooted = root.path != "/" and root.exists("/usr/bin/podman")
+        self.retry = retry or _retry()
 
     def path_arg(self, node_path: str) -> str:
         """A node path as podman sees it (inside the root when chrooted)."""
@@ -78,6 +88,24 @@ class Podman:
         if self.chrooted:
             argv = ["chroot", self.root.path, *argv]
         return self.runner.run(argv).stdout
+
+    def background(self, *args: str) -> str:
+        """Upstream ``RunExtBackground``: at ``nice``/``ionice -c 3`` priority, 6 tries, 5 s
+        doubling between them (``MCD_REBASE_RETRY_SECONDS`` sets the first delay)."""
+        argv = ["nice", "--", "ionice", "-c", "3", "podman", *args]
+        if self.chrooted:
+            argv = ["chroot", self.root.path, *argv]
+        delay = self.retry.initial
+        for attempt in range(1, PODMAN_TRIES + 1):
+            try:
+                return self.runner.run(argv).stdout
+            except CommandError as e:
+                if attempt == PODMAN_TRIES:
+                    raise
+                log.warning("podman %s failed: %s; retrying in %gs...", args[0], e, delay)
+                self.retry.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
 
     def quiet(self, *args: str) -> None:
         try:
@@ -105,7 +133,7 @@ def extract(root: Root, image: str, podman: Podman) -> str:
     try:
         if not podman.has_image(image):
             auth = ["--authfile", KUBELET_AUTH_FILE] if root.exists(KUBELET_AUTH_FILE) else []
-            podman.run("pull", "-q", *auth, image)
+            podman.background("pull", "-q", *auth, image)
     except (CommandError, HostError) as e:
         remove_content(root, content)
         raise ExtensionsImageError(
@@ -116,7 +144,7 @@ def extract(root: Root, image: str, podman: Podman) -> str:
         shutil.rmtree(root.host(content))  # podman cp makes it, as upstream
         cid = podman.run("create", "--net=none", PIVOT_ANNOTATION, "--name", name, image).strip()
         try:
-            podman.run("cp", f"{cid}:/", podman.path_arg(content))
+            podman.background("cp", f"{cid}:/", podman.path_arg(content))
         finally:
             podman.quiet("kill", name)
             podman.quiet("rm", "-f", name)

@@ -18,6 +18,7 @@ import pytest
 
 from mcd.agent.transaction import Outcome, UpdateError
 from mcd.host.extensions import CONTENT_BASE_DIR, REPO_FILE, repo_content
+from mcd.host.rpmostree import RETRY_ENV
 from tests.builders import file_entry
 from tests.fakes import podman, rpm_ostree
 from tests.integration.test_transaction import IMAGE_A, IMAGE_B, OstreeNode, ostree  # noqa: F401
@@ -42,6 +43,7 @@ def registry(ostree: OstreeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PATH", f"{PODMAN_BIN}:{os.environ['PATH']}")
     monkeypatch.setenv("MCD_FAKE_PODMAN_STATE", str(state))
     monkeypatch.setenv("MCD_TEST_PYTHON", sys.executable)
+    monkeypatch.setenv(RETRY_ENV, "0.01")  # podman's pull and copy: 6 tries, quickly
     rpm = ostree.rpm()
     rpm["root"] = str(ostree.root)
     rpm_ostree.save(ostree.state, rpm)
@@ -125,6 +127,7 @@ def test_an_unreadable_extensions_image_is_refused_in_one_line_and_nothing_chang
         f"error pulling extensions image {MISSING_IMAGE} (spec.baseOSExtensionsContainerImage): "
     )
     assert "Error: initializing source docker://" in reason and "\n" not in reason
+    assert [c[0] for c in podman_calls(registry)] == ["images"] + ["pull"] * 6  # upstream tries
     assert (ostree.root / "etc/a").read_text() == "1"  # the files step was rolled back
     assert ostree.current() == "rendered-worker-1"
     assert ostree.rpm()["deployments"] == before  # nothing staged, no rebase
