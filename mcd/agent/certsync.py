@@ -30,7 +30,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from mcd.agent import progress
+from mcd.agent import progress, rebootstrap
 from mcd.agent.update import Context
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.controllerconfig import get_config_map, watch_controller_config
@@ -82,6 +82,8 @@ def sync_certificates(ctx: Context, controller_config: Obj) -> bool:
     rotation = None
     if should_rotate(cc_annotations, node_annotations):
         rotation = service_ca_rotation(ctx)
+        if rotation is not None:
+            rebootstrap.set_deferred(ctx.host.root, rotation.defer_kubelet_restart)
     written = write_certificates(ctx.host.root, certs)
     if rotation is not None and rotation.kubeconfig is not None:
         write_kubeconfig(ctx.host.root, KUBECONFIG, rotation.kubeconfig)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypeVar
 
-from mcd.agent import progress
+from mcd.agent import progress, rebootstrap
 from mcd.agent.boot import boot
 from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
@@ -75,6 +75,7 @@ from mcd.host.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.systemd import SystemdError
 from mcd.model.errors import ConfigError
+from mcd.model.serviceca import is_x509_error
 from mcd.model.vocabulary import (
     FORCE_FILE,
     SSH_ACCESSED,
@@ -152,12 +153,14 @@ class Agent:
         self.booting = True
         self.first_sync_done = False
         self.syncs = 0
-        self.watch = NodeWatch(self.kube, name, self._on_node)
+        self.watch = NodeWatch(self.kube, name, self._on_node, on_error=self._on_watch_error)
         self.agent_lock = AgentLock(root)
         self.lease = NodeLease(
             self.kube, name, duration=options.lease_duration, machine=machine_id(root)
         )
         self.exit_code = 0
+        self._signaled = False
+        self._x509_error = ""
         self._threads: dict[str, threading.Thread] = {}
         self._ssh_marked = False
         self.logins = LoginMonitor.for_root(root, self._on_login) if options.login_monitor else None
@@ -228,6 +231,7 @@ class Agent:
                 self.first_sync_done = True
             if self.ctx.guard.deferred:
                 log.info("Update step ended; stopping as asked by SIGTERM")
+                self._signaled = True
                 self.stop.set()
 
     def _attempt(self, step: Callable[[T], None], arg: T) -> bool:
@@ -360,6 +364,13 @@ class Agent:
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         if self.ctx.guard.sigterm():
             log.info("Got signal %d, shutting down", signum)
+            self._signaled = True
+            self.stop.set()
+
+    def _on_watch_error(self, error: ApiError) -> None:
+        """Upstream's errCh: an x509 error with a kubelet restart deferred ends the agent."""
+        if is_x509_error(str(error)) and rebootstrap.deferred(self.ctx.host.root):
+            self._x509_error = str(error)
             self.stop.set()
 
     def _start(self, name: str, target: Callable[[], None]) -> None:
@@ -439,6 +450,11 @@ class Agent:
         log.info("Stopping: waiting for the current sync to end")
         self.ctx.drift.stop()
         self._threads["worker"].join(timeout=10)
+        code = rebootstrap.after_stop(
+            self.ctx.host.root, self.ctx.host.effects.systemd, self._x509_error, self._signaled
+        )
+        if code is not None:
+            self.exit_code = code
         self.ctx.events.flush()
         server.stop()
         self.ctx.host.effects.systemd.close()

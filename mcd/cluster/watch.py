@@ -50,8 +50,10 @@ class NodeWatch:
         watch_seconds: int = 300,
         backoff: Backoff | None = None,
         on_deleted: Callable[[Obj], None] | None = None,
+        on_error: Callable[[ApiError], None] | None = None,
     ) -> None:
         self.kube = kube
+        self.on_error = on_error
         self.node_name = node_name
         self.on_node = on_node
         self.on_deleted = on_deleted
@@ -79,6 +81,8 @@ class NodeWatch:
                 log.warning(
                     "Watch of node %s failed (%s); retrying in %.1fs", self.node_name, e, delay
                 )
+                if self.on_error is not None:
+                    self.on_error(e)
                 stop.wait(delay)
             except ValueError as e:  # a garbled line: start over from the last version
                 delay = self.backoff.next()

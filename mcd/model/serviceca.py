@@ -105,6 +105,9 @@ class CARotation:
     """Upstream's ``kubeConfigDiff && !allCertsThere && !deferKubeletRestart``."""
     messages: list[str] = field(default_factory=list)
     """Upstream's log lines (``logSystem`` and ``klog``), in order; subjects only."""
+    defer_kubelet_restart: bool = False
+    """Upstream's ``deferKubeletRestart`` after the plan: True unless an added certificate
+    needs the kubelet restarted (set even when nothing was added, as upstream)."""
 
 
 def _split(data: bytes) -> list[str]:
@@ -198,7 +201,17 @@ def plan_ca_rotation(kubeconfig: bytes, bundle: bytes, path: str = KUBECONFIG) -
             messages.append('"Need to restart kubelet"')
             defer = False
     if not (diff and added):
-        return CARotation(None, on_disk, False, messages)
+        return CARotation(None, on_disk, False, messages, defer)
     ca = "".join(full).encode()
     messages.append(f"Writing new Data to {KUBECONFIG}")
-    return CARotation(with_ca_data(doc, ca), ca, not defer and bool(ca), messages)
+    return CARotation(with_ca_data(doc, ca), ca, not defer and bool(ca), messages, defer)
+
+
+X509_MARKERS = ("x509", "certificate verify failed")
+
+
+def is_x509_error(text: str) -> bool:
+    """Upstream's ``strings.Contains(strings.ToLower(err.Error()), "x509")``; Python's TLS
+    says ``certificate verify failed`` where Go's says ``x509: ...``."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in X509_MARKERS)

@@ -64,6 +64,7 @@ class Fault:
     match: Callable[[str, str], bool]
     remaining: int
     user_agent: str = ""  # only requests whose User-Agent starts with this
+    message: str = "injected fault"
 
 
 @dataclass
@@ -174,10 +175,13 @@ class FakeApiServer:
         status: int = 500,
         match: Callable[[str, str], bool] | None = None,
         user_agent: str = "",
+        message: str = "injected fault",
     ) -> None:
         """Answer the next ``count`` matching requests (method, path) with ``status``; with
         ``user_agent``, only requests from that client (e.g. the agent, not the test)."""
-        self.faults.rules.append(Fault(status, match or (lambda _m, _p: True), count, user_agent))
+        self.faults.rules.append(
+            Fault(status, match or (lambda _m, _p: True), count, user_agent, message)
+        )
 
     def when(self, match: Callable[[str, str, bytes], bool], action: Callable[[], None]) -> None:
         """Run ``action`` in a thread of its own, once, when a request matches (method, path,
@@ -305,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
                 rule.remaining -= 1
                 req.status = rule.status
                 self._send(
-                    rule.status, ApiError(rule.status, "InternalError", "injected fault").status()
+                    rule.status, ApiError(rule.status, "InternalError", rule.message).status()
                 )
                 return
         try:
