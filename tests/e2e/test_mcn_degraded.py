@@ -4,21 +4,31 @@ them (``reportMachineNodeDegradeStatus`` from ``update()`` and ``updateDegradedS
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from mcd.cluster.api import ApiError
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode, create_config
 from tests.e2e.test_agent import boot_on
 from tests.e2e.test_machineconfignode import MCN, record_status_writes
-from tests.fakes.apiserver import FakeApiServer
+from tests.e2e.test_own_node_admission import present
+from tests.e2e.test_service_ca import CRD_PATH
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import controller_config
+from tests.integration.test_kubectl import kubectl
 from tests.unit.test_policy_status import status_object
 
 Obj = dict[str, Any]
+MC_CRD = Path(__file__).resolve().parents[1] / "data/upstream/machineconfigurations.crd.yaml"
+MACHINE_CONFIGURATIONS = "/apis/operator.openshift.io/v1/machineconfigurations"
 
 
 def conditions(cluster: TestCluster, node: AgentNode) -> dict[str, Obj]:
@@ -34,10 +44,10 @@ def wait_condition(
 
 
 def test_node_degraded_follows_a_failed_update_and_its_recovery(
-    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+    make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    """(The fake API server serves MachineConfigNodes; a real-cluster session installs no
-    MachineConfigNode CRD, see test_own_node_admission for that.)"""
+    """Also on a real kube-apiserver: the session installs daemonset/08's MachineConfigNode
+    CRD, so the conditions pass its schema and the agent's ClusterRole."""
     node = make_node()
     boot_on(node, kube_cluster)
     missing = kube_cluster.name("rendered-worker-2")
@@ -72,32 +82,73 @@ def test_node_degraded_follows_a_failed_update_and_its_recovery(
     assert node.reboots_requested() == 0
 
 
+@pytest.fixture
+def machine_configuration(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
+    """On a real kube-apiserver: upstream's MachineConfiguration CRD, applied with kubectl
+    (Established and served), removed after if this test added it."""
+    if kube_cluster.fake is not None:
+        yield
+        return
+    name = yaml.safe_load(MC_CRD.read_text())["metadata"]["name"]
+    added = not present(kube_cluster.kube, CRD_PATH + name)
+    try:
+        applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", "-f", str(MC_CRD))
+        assert applied.returncode == 0, applied.stderr
+        deadline = time.monotonic() + 60
+        while True:  # discovery catches up with the new kind
+            try:
+                kube_cluster.kube.request("GET", MACHINE_CONFIGURATIONS)
+                break
+            except ApiError:
+                assert time.monotonic() < deadline, "MachineConfiguration CRD never served"
+                time.sleep(0.2)
+        yield
+    finally:
+        with contextlib.suppress(ApiError):
+            kube_cluster.kube.request("DELETE", f"{MACHINE_CONFIGURATIONS}/cluster")
+        if added:
+            with contextlib.suppress(ApiError):
+                kube_cluster.kube.request("DELETE", CRD_PATH + name)
+            with contextlib.suppress(ApiError):
+                present(kube_cluster.kube, CRD_PATH + name, timeout=60.0)
+
+
+def create_machine_configuration(cluster: TestCluster, obj: Obj) -> None:
+    """As the operator: the object, then its status (a subresource on a real API server)."""
+    created = cluster.create(MACHINE_CONFIGURATIONS, obj)
+    if cluster.fake is None:
+        created["status"] = obj["status"]
+        cluster.kube.request("PUT", f"{MACHINE_CONFIGURATIONS}/cluster/status", body=created)
+
+
 def test_reload_policy_reports_the_reloaded_service(
-    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+    make_node: NodeFactory, kube_cluster: TestCluster, machine_configuration: None
 ) -> None:
+    """Also on a real kube-apiserver, with upstream's MachineConfiguration CRD and daemonset/08's
+    MachineConfigNode CRD; the count of status writes is checked on the fake only."""
     user = {"files": [{"path": "/etc/app", "actions": [
         {"type": "Reload", "reload": {"serviceName": "app.service"}}]}]}  # fmt: skip
-    kube_cluster.create(
-        "/apis/operator.openshift.io/v1/machineconfigurations",
-        status_object(user, generation=1, observed=1),
-    )
+    create_machine_configuration(kube_cluster, status_object(user, generation=1, observed=1))
     node = make_node(fake_systemd=True)
     boot_on(node, kube_cluster)
-    writes = record_status_writes(fake_api, node.name)
+    fake = kube_cluster.fake
+    writes = record_status_writes(fake, node.name) if fake is not None else []
     new = kube_cluster.name("rendered-worker-2")
     create_config(kube_cluster, worker(new, app="threads=8\n"))
     node.set_desired(new)
     node.wait_state("Done", new)
     wait_condition(kube_cluster, node, "Updated", "True", "Updated")
     assert node.reboots_requested() == 0
-    last = {c["type"]: c for c in writes[-1]["conditions"]}
+    last = conditions(kube_cluster, node) if fake is None else {
+        c["type"]: c for c in writes[-1]["conditions"]}  # fmt: skip
     post = last["UpdatePostActionComplete"]
     assert post["reason"] == "UpdatePostActionComplete"
     assert (
         post["message"] == f"Action during update to {new}: Node has reloaded service app.service"
     )
     assert last["NodeDegraded"]["message"] == f"Node {node.name} upgrade succeeded"
-    assert len(writes) == 3  # prepared; executing; applied + post action + updated (as before)
+    if fake is not None:  # prepared; executing; applied + post action + updated (as before)
+        assert len(writes) == 3
 
 
 def test_certificate_writer_failure_shows_in_the_machineconfignode(

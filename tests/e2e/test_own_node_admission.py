@@ -43,7 +43,8 @@ Obj = dict[str, Any]
 def _plural(kind: str) -> str:
     return {"Namespace": "namespaces", "CustomResourceDefinition": "customresourcedefinitions",
             "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
-            "ClusterRoleBinding": "clusterrolebindings",
+            "ClusterRoleBinding": "clusterrolebindings", "Role": "roles",
+            "RoleBinding": "rolebindings",
             "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
             "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[kind]  # fmt: skip
 

@@ -2,7 +2,8 @@
 kubeconfig), the test session installs what the suites need from ``daemonset/`` and removes
 what it installed at the end.
 
-* The Namespace, the MachineConfig CRD (waited for until Established and served) and the RBAC
+* The Namespace, the MachineConfig and MachineConfigNode CRDs (waited for until Established and
+  served) and the RBAC
   (ServiceAccount ``mcd``, the shipped ClusterRole and its binding) are applied with the real
   ``kubectl``; objects that were already there are left as they were.
 * The e2e agents talk to the cluster with a token of that ServiceAccount (TokenRequest API), in
@@ -30,8 +31,15 @@ import yaml
 from mcd.cluster.api import ApiError, Kube, load_client
 
 REPO = Path(__file__).resolve().parents[2]
-INSTALL = ["00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml"]
-CRD = "machineconfigs.machineconfiguration.openshift.io"
+INSTALL = [
+    "00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml",
+    "08-machineconfignode-crd.yaml",
+]  # fmt: skip
+CRDS = {
+    "machineconfigs.machineconfiguration.openshift.io": "machineconfigs",
+    "machineconfignodes.machineconfiguration.openshift.io": "machineconfignodes",
+}
+"""The CRDs installed, and the resource each serves (waited for until it is served)."""
 AGENT_KUBECONFIG_ENV = "MCD_TEST_AGENT_KUBECONFIG"
 TOKEN_SECONDS = 4 * 3600
 
@@ -102,22 +110,23 @@ class RealClusterSession:
 
     def _wait_served(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        while True:
-            crd = self.kube.request(
-                "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}"
-            )
-            conditions = {
-                c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])
-            }
-            if conditions.get("Established") == "True":
-                with contextlib.suppress(ApiError):
-                    self.kube.request(
-                        "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigs"
-                    )
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"CRD {CRD} not served after {timeout}s: {conditions}")
-            time.sleep(0.2)
+        for crd_name, plural in CRDS.items():
+            while True:
+                crd = self.kube.request(
+                    "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}"
+                )
+                conditions = {
+                    c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])
+                }
+                if conditions.get("Established") == "True":
+                    with contextlib.suppress(ApiError):
+                        self.kube.request(
+                            "GET", f"/apis/machineconfiguration.openshift.io/v1/{plural}"
+                        )
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"CRD {crd_name} not served after {timeout}s: {conditions}")
+                time.sleep(0.2)
 
     def _agent_credentials(self) -> None:
         """A kubeconfig with a token of ServiceAccount mcd/mcd, for the agents."""
