@@ -80,7 +80,8 @@ def start_command(
     """Run the agent: keep this node on its desiredConfig until stopped.
 
     Logs to journald where it runs, else to stderr (--log-format). -v adds debug lines,
-    -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start.
+    -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start,
+    255 after re-bootstrapping the kubelet on an x509 error (upstream's ErrAuxiliary).
     """
     level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
     configure_logging(
