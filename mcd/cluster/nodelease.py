@@ -76,7 +76,8 @@ class NodeLease:
         self.name = node_name
         self.machine = machine
         self.holder = holder or identity(machine)
-        self.namespace = namespace or default_namespace()
+        # The DaemonSet's own namespace, where its Role grants leases; else where Events go.
+        self.namespace = namespace or os.environ.get("POD_NAMESPACE") or default_namespace()
         self.duration = duration
         self.held = False
         self._lease: Obj | None = None  # the Lease as the last write returned it

@@ -127,6 +127,9 @@ class AgentNode:
             PYTHONUNBUFFERED="1",
             PYTHONPATH=str(REPO),
         )
+        pod_namespace = self.cluster.pod_namespace
+        if pod_namespace:  # a real cluster: the agent runs as the DaemonSet does
+            env["POD_NAMESPACE"] = pod_namespace
         env.update(self.base_env)
         env.update(extra)
         return env

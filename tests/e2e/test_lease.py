@@ -26,9 +26,15 @@ def second_agent(node: AgentNode, log: Path, port: int | None = None) -> subproc
                                 stderr=subprocess.STDOUT, env=node.env())  # fmt: skip
 
 
+def namespace_of(cluster: TestCluster) -> str:
+    """Where the agents keep their Leases: their POD_NAMESPACE, else ``default``."""
+    return cluster.pod_namespace or "default"
+
+
 def lease_of(cluster: TestCluster, node: str) -> dict[str, object]:
+    namespace = namespace_of(cluster)
     lease = cluster.kube.request(
-        "GET", f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{node}"
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{node}"
     )
     return dict(lease["spec"])
 
@@ -74,7 +80,7 @@ def test_an_agent_killed_is_replaced_at_once_not_after_the_lease_expires(
     node.start()
     node.wait_ready(timeout=10)  # the Lease lasts 30 s: taken over, not waited out
     assert lease_of(kube_cluster, node.name)["holderIdentity"] != first
-    assert f"Taking Lease default/{node.name} over from {first}" in node.log()
+    assert f"Taking Lease {namespace_of(kube_cluster)}/{node.name} over from {first}" in node.log()
 
 
 def test_the_lease_is_renewed_while_the_agent_runs(

@@ -57,6 +57,8 @@ class TestCluster:
         # what the agents use: on a real cluster, a token of the ServiceAccount in daemonset/
         agent = os.environ.get(AGENT_KUBECONFIG_ENV) if real else None
         self.agent_kubeconfig = Path(agent) if agent else self.kubeconfig
+        # an agent with that token runs as the DaemonSet does: POD_NAMESPACE=mcd (its leases)
+        self.pod_namespace = "mcd" if agent else None
         self.kube = Kube(load_client(str(self.kubeconfig)))
         self.kube.api.user_agent = TEST_USER_AGENT  # tell the tests' requests from the agent's
         self.suffix = uuid.uuid4().hex[:6]
