@@ -80,7 +80,9 @@ def _files(n: int, tag: str) -> list[dict[str, object]]:
 
 
 def _boot(cluster: TestCluster, workdir: Path, files: int) -> tuple[AgentNode, list[str]]:
-    node = AgentNode(cluster, workdir / "node")
+    """A node whose agent runs as the DaemonSet's does: on its service account, over HTTPS
+    to the server the host's kubelet kubeconfig names (the cluster is ``tls=True``)."""
+    node = AgentNode(cluster, workdir / "node", in_cluster=True)
     names = [cluster.name(f"rendered-bench-{i}") for i in range(2)]
     docs = [
         worker(names[0], extra_files=_files(files, "a")),
@@ -103,7 +105,7 @@ def bench_idle(workdir: Path, seconds: float | None = None) -> list[Row]:
     """RSS and CPU of an idle ``mcd start`` beside the minimal watcher, over ``seconds``."""
     seconds = IDLE_SECONDS if seconds is None else seconds
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = TestCluster(workdir)
+    cluster = TestCluster(workdir, tls=True)
     node, _ = _boot(cluster, workdir, files=10)
     watcher = subprocess.Popen(
         [sys.executable, "-c", MINIMAL_WATCHER, str(cluster.kubeconfig), node.name],
@@ -156,7 +158,7 @@ def _minimal_update(cluster: TestCluster, node: str, name: str, root: str) -> No
 
 def bench_update_latency(workdir: Path, files: int = 100, rounds: int = 5) -> Row:
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = TestCluster(workdir)
+    cluster = TestCluster(workdir, tls=True)
     node, names = _boot(cluster, workdir, files)
     done = threading.Event()
     target = [""]
