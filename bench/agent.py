@@ -49,11 +49,12 @@ IDLE_RSS_LOAD_RATIO = 1.0
 """``make test``: idle RSS no more than the minimal watcher's (load does not change memory)."""
 UPDATE_RATIO = 2.0
 """``make bench``: a 100-file rebootless update within this many times the minimal script."""
-UPDATE_LOAD_RATIO = 5.0
-"""``make test``: the same, with headroom for a loaded machine. Both sides are bound by the
-same fsyncs; what load stretches is the agent's fixed cost (the watch event that wakes it,
-the policies read, the MachineConfigNode and Node writes, the checks of every managed path
-before and after writing): 1.3-1.7x on a busy 2-core machine."""
+UPDATE_LOAD_RATIO = 8.0
+"""``make test``: the same, with headroom for a loaded machine. Both sides pay the same
+fsyncs; what load stretches is the agent's fixed cost (the watch event that wakes it, the
+policies read, the MachineConfigNode and Node writes, the checks of every managed path
+before and after writing, the transaction journal): 1.3-1.9x when the disk is the
+bottleneck, up to 3.2x when the disk is quick and the CPU busy."""
 LARGE_LOAD_RATIO = 20.0
 """``make test``, the 1-of-1,000 update: its baseline writes one file and reads 1,000 back,
 while the agent also plans, checks before writing and journals; 5-10x under load."""
