@@ -7,8 +7,15 @@ server. Baselines, measured in the same run:
   on the same node with the same field selector, idle beside the agent for the
   same 60 s;
 * latency: a minimal in-process script that does the same work for the same
-  update: GET the MachineConfig, decode and atomically write the same 100
-  files (fsync each), and PATCH ``currentConfig``+``state=Done``.
+  update: GET the MachineConfig, decode and atomically write the files that differ
+  from the config it had (100 files: every file's contents change), each as the agent
+  does (temp file, fsync, rename over the old file, fsync of the directory), and PATCH
+  ``currentConfig``+``state=Done``. Its root holds the first config's files, as the
+  node's does. For the update that changes 1 of 1,000 files, the script also reads
+  every file back and compares it, as the agent checks every managed path before Done.
+  The update is rebootless because the cluster's node disruption policy says so for
+  ``/etc/bench`` (action ``None``), read by the agent from ``MachineConfiguration/cluster``
+  as on OpenShift.
 """
 
 from __future__ import annotations
@@ -20,10 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 from bench.common import Row, print_table, ratio_check
 from bench.host import minimal_atomic_write
@@ -33,6 +40,7 @@ from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.harness import AgentNode, create_config
 from tests.fakes.kubecluster import TestCluster
+from tests.unit.test_policy_status import status_object
 
 IDLE_SECONDS = float(os.environ.get("MCD_BENCH_IDLE_SECONDS", "60"))
 IDLE_RSS_MB = 50.0
@@ -41,13 +49,19 @@ IDLE_RSS_LOAD_RATIO = 1.0
 """``make test``: idle RSS no more than the minimal watcher's (load does not change memory)."""
 UPDATE_RATIO = 2.0
 """``make bench``: a 100-file rebootless update within this many times the minimal script."""
-UPDATE_LOAD_RATIO = 20.0
-"""``make test``: the same, with headroom for a loaded machine. The baseline is in-process and
-tiny (70 ms for 100 files), while the agent's update carries fixed costs that load stretches
-(a watch event to wake it, the policies read, MachineConfigNode status writes, validation of
-every managed path before Done): 6x missed on a busy 2-core CI machine at 6.2x. This check
-catches an order-of-magnitude regression; the real target (2x) is ``make bench``'s."""
+UPDATE_LOAD_RATIO = 8.0
+"""``make test``: the same, with headroom for a loaded machine. Both sides pay the same
+fsyncs; what load stretches is the agent's fixed cost (the watch event that wakes it, the
+policies read, the MachineConfigNode and Node writes, the checks of every managed path
+before and after writing, the transaction journal): 1.3-1.9x when the disk is the
+bottleneck, up to 3.2x when the disk is quick and the CPU busy."""
+LARGE_LOAD_RATIO = 20.0
+"""``make test``, the 1-of-1,000 update: its baseline writes one file and reads 1,000 back,
+while the agent also plans, checks before writing and journals; 5-10x under load."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+POLICIES = "/apis/operator.openshift.io/v1/machineconfigurations"
+REBOOTLESS = {"files": [{"path": "/etc/bench", "actions": [{"type": "None"}]}]}
+"""The bench's files change without a reboot (a user policy, as an administrator sets)."""
 
 MINIMAL_WATCHER = """
 import sys
@@ -75,17 +89,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
-def _files(n: int, tag: str) -> list[dict[str, object]]:
-    return [file_entry(f"/etc/bench/d{i % 10}/f{i}.conf", f"{tag} {i}\n" * 200) for i in range(n)]
+def _files(n: int, tag: str, changed: int | None = None) -> list[dict[str, object]]:
+    """``n`` files; the first ``changed`` (all by default) carry ``tag``, the others "a"."""
+    changed = n if changed is None else changed
+    return [
+        file_entry(f"/etc/bench/d{i % 10}/f{i}.conf", f"{tag if i < changed else 'a'} {i}\n" * 200)
+        for i in range(n)
+    ]
 
 
-def _boot(cluster: TestCluster, workdir: Path, files: int) -> tuple[AgentNode, list[str]]:
-    node = AgentNode(cluster, workdir / "node")
+def _boot(
+    cluster: TestCluster, workdir: Path, files: int, changed: int | None = None
+) -> tuple[AgentNode, list[str]]:
+    """A node whose agent runs as the DaemonSet's does: on its service account, over HTTPS
+    to the server the host's kubelet kubeconfig names (the cluster is ``tls=True``). Its two
+    configs differ in the contents of ``changed`` of the ``files`` (all by default), which
+    the cluster's disruption policy applies without a reboot."""
+    node = AgentNode(cluster, workdir / "node", in_cluster=True)
     names = [cluster.name(f"rendered-bench-{i}") for i in range(2)]
     docs = [
         worker(names[0], extra_files=_files(files, "a")),
-        worker(names[1], extra_files=_files(files, "a"), secret='{"auths":{"b":{"auth":"Yg=="}}}'),
+        worker(names[1], extra_files=_files(files, "b", changed)),
     ]
+    cluster.create(POLICIES, status_object(REBOOTLESS, generation=1, observed=1))
     for doc in docs:
         create_config(cluster, doc)
     node.provision(docs[0])
@@ -103,7 +129,7 @@ def bench_idle(workdir: Path, seconds: float | None = None) -> list[Row]:
     """RSS and CPU of an idle ``mcd start`` beside the minimal watcher, over ``seconds``."""
     seconds = IDLE_SECONDS if seconds is None else seconds
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = TestCluster(workdir)
+    cluster = TestCluster(workdir, tls=True)
     node, _ = _boot(cluster, workdir, files=10)
     watcher = subprocess.Popen(
         [sys.executable, "-c", MINIMAL_WATCHER, str(cluster.kubeconfig), node.name],
@@ -137,52 +163,90 @@ def bench_idle(workdir: Path, seconds: float | None = None) -> list[Row]:
     ]  # fmt: skip
 
 
-def _minimal_update(cluster: TestCluster, node: str, name: str, root: str) -> None:
-    """The baseline: what a minimal script must do for the same update."""
-    obj = cluster.kube.request(
-        "GET", f"/apis/machineconfiguration.openshift.io/v1/machineconfigs/{name}"
-    )
-    for f in obj["spec"]["config"]["storage"]["files"]:
-        source = f["contents"]["source"]
-        header, _, payload = source.partition(",")
-        data = (
-            base64.b64decode(payload)
-            if header.endswith(";base64")
-            else urllib.parse.unquote_to_bytes(payload)
-        )
-        minimal_atomic_write(root, f["path"], data, f.get("mode", 0o644))
+def _mc_path(name: str) -> str:
+    return f"/apis/machineconfiguration.openshift.io/v1/machineconfigs/{name}"
+
+
+def _decode(f: dict[str, Any]) -> bytes:
+    header, _, payload = f["contents"]["source"].partition(",")
+    if header.endswith(";base64"):
+        return base64.b64decode(payload)
+    return urllib.parse.unquote_to_bytes(payload)
+
+
+def _minimal_update(
+    cluster: TestCluster,
+    node: str,
+    name: str,
+    had: dict[str, object],
+    root: str,
+    verify: bool = False,
+) -> int:
+    """The baseline: what a minimal script must do for the same update, given the config it
+    had (``had``: path -> file entry): write the files that differ; with ``verify``, read
+    every file of the config back and compare it (the agent checks every managed path
+    before Done). Returns how many files it wrote."""
+    obj = cluster.kube.request("GET", _mc_path(name))
+    files = obj["spec"]["config"]["storage"]["files"]
+    changed = [f for f in files if had.get(f["path"]) != f]
+    for f in changed:
+        minimal_atomic_write(root, f["path"], _decode(f), f.get("mode", 0o644))
+    if verify:
+        for f in files:
+            with open(root + f["path"], "rb") as fh:
+                assert fh.read() == _decode(f), f["path"]
     cluster.annotate(node, {Annotation.CURRENT_CONFIG: name, Annotation.STATE: "Done"})
+    return len(changed)
 
 
-def bench_update_latency(workdir: Path, files: int = 100, rounds: int = 5) -> Row:
+def _files_of(cluster: TestCluster, name: str) -> dict[str, object]:
+    obj = cluster.kube.request("GET", _mc_path(name))
+    return {f["path"]: f for f in obj["spec"]["config"]["storage"]["files"]}
+
+
+def bench_update_latency(
+    workdir: Path, files: int = 100, rounds: int = 5, changed: int | None = None
+) -> Row:
+    """desiredConfig -> Done for an update whose configs hold ``files`` files, ``changed``
+    of them (all by default) with new contents, against the minimal script's same writes."""
+    changed = files if changed is None else changed
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = TestCluster(workdir)
-    node, names = _boot(cluster, workdir, files)
-    done = threading.Event()
-    target = [""]
+    cluster = TestCluster(workdir, tls=True)
+    node, names = _boot(cluster, workdir, files, changed)
 
-    def watch_done() -> None:
-        while not done.is_set():
-            a = annotations_of(cluster.get_node(node.name))
-            if a.get(Annotation.STATE) == "Done" and a.get(Annotation.CURRENT_CONFIG) == target[0]:
-                return
-            time.sleep(0.005)
+    def set_and_wait(target: str) -> float:
+        """Seconds from the desiredConfig write to the Node saying Done on ``target``, seen
+        through a watch (polling would take CPU from the agent while it works)."""
+        start = time.perf_counter()
+        written = node.cluster.annotate(node.name, {Annotation.DESIRED_CONFIG: target})
+        query = {
+            "fieldSelector": f"metadata.name={node.name}",
+            "resourceVersion": written["metadata"]["resourceVersion"],
+            "timeoutSeconds": 120,
+        }
+        for event in cluster.kube.stream("/api/v1/nodes", query, timeout=130):
+            a = annotations_of(event.get("object") or {})
+            if a.get(Annotation.STATE) == "Done" and a.get(Annotation.CURRENT_CONFIG) == target:
+                return time.perf_counter() - start
+        raise AssertionError(f"node {node.name} did not report Done on {target}")
 
     agent_times, base_times = [], []
-    try:
+    base_root = tempfile.TemporaryDirectory(prefix="mcd-bench-base-")
+    try:  # the baseline's root holds the first config's files, as the node's does
+        _minimal_update(cluster, node.name, names[0], {}, base_root.name)
         for i in range(rounds):
-            target[0] = names[(i + 1) % 2]
+            target = names[(i + 1) % 2]
+            agent_times.append(set_and_wait(target))
+            had = _files_of(cluster, names[i % 2])
             start = time.perf_counter()
-            node.set_desired(target[0])
-            watch_done()
-            agent_times.append(time.perf_counter() - start)
-            with tempfile.TemporaryDirectory() as root:
-                start = time.perf_counter()
-                _minimal_update(cluster, node.name, target[0], root)
-                base_times.append(time.perf_counter() - start)
+            written = _minimal_update(
+                cluster, node.name, target, had, base_root.name, verify=changed < files
+            )
+            base_times.append(time.perf_counter() - start)
+            assert written == changed, f"the baseline wrote {written} files, not {changed}"
         assert node.reboots_requested() == 0, "a rebootless update must not reboot"
     finally:
-        done.set()
+        base_root.cleanup()
         node.close()
         cluster.close()
         if os.environ.get("MCD_BENCH_LOG"):
@@ -193,8 +257,10 @@ def bench_update_latency(workdir: Path, files: int = 100, rounds: int = 5) -> Ro
     if files <= 100:
         ratio_text, ratio_ok = ratio_check(figure, base, UPDATE_RATIO)
         wanted, passed = f"{wanted}, {ratio_text}", passed and ratio_ok
-    load_target, load_passed = ratio_check(figure, base, UPDATE_LOAD_RATIO)
-    return Row(f"desiredConfig -> Done, rebootless, {files} files", figure, base,
+    load_ratio = UPDATE_LOAD_RATIO if changed == files else LARGE_LOAD_RATIO
+    load_target, load_passed = ratio_check(figure, base, load_ratio)
+    what = f"{files:,} files" if changed == files else f"{changed:,}/{files:,} files"
+    return Row(f"desiredConfig -> Done, rebootless, {what}", figure, base,
                wanted, passed, load_target=load_target, load_passed=load_passed)  # fmt: skip
 
 

@@ -1,15 +1,13 @@
 """The API server connection: client configuration and JSON requests as plain dicts.
 
-Built on the official ``kubernetes`` client, pinned to 37.x: its models are
-imported lazily, so an agent that never builds one stays small (the 35.x client
-imports all ~700 models at start: 64 MB of RSS before the first request,
-against 45 MB). The client loads the kubeconfig or the in-cluster service
-account, authenticates (tokens, exec plugins, client certificates) and owns
-the connection pool; every request goes through ``ApiClient.param_serialize``
-and ``call_api`` and the body is parsed as JSON here, so a field the client's
-models do not know (or a MachineConfig, which has no model) never breaks the
-agent, and no pydantic validation runs. Errors become :class:`ApiError`
-carrying the HTTP status and the server's ``Status`` reason and message.
+Requests go through one urllib3 pool (:mod:`mcd.cluster.transport`), configured by
+:mod:`mcd.cluster.kubeconfig` from the in-cluster service account or a kubeconfig file;
+the official ``kubernetes`` client is imported only for a kubeconfig whose user runs an
+exec or auth-provider plugin. Bodies are JSON parsed here into plain dicts, so a field
+no model knows (or a MachineConfig, which has no model) never breaks the agent, and an
+idle agent carries no models, no pydantic and no requests/oauthlib (~38 MB of RSS
+against ~55 MB through ``ApiClient``). Errors become :class:`ApiError` carrying the HTTP
+status and the server's ``Status`` reason and message.
 """
 
 from __future__ import annotations
@@ -23,16 +21,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config import incluster_config as incluster
+
+from mcd.cluster.kubeconfig import KubeconfigError, from_file, in_cluster
+from mcd.cluster.transport import USER_AGENT, Connection
 
 Obj = dict[str, Any]
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-USER_AGENT = "machine-config-daemon"
+__all__ = ["USER_AGENT", "ApiError", "ConfigurationError", "Connection", "Kube", "load_client"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +64,7 @@ def load_client(
     *,
     root_mount: str | None = None,
     service_account: str = SERVICE_ACCOUNT,
-) -> client.ApiClient:
+) -> Connection:
     """``--kubeconfig``, else ``KUBECONFIG``, else the in-cluster service account.
 
     With ``root_mount`` (``mcd start``), the in-cluster credentials talk to the API
@@ -76,35 +74,25 @@ def load_client(
     """
     env = os.environ if environ is None else environ
     path = kubeconfig or env.get("KUBECONFIG")
-    api: client.ApiClient
     if path and not os.path.isfile(path):
         why = "not a file" if os.path.exists(path) else "no such file"
         source = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
         raise ConfigurationError(f"{path}: {why} ({source})")
     try:
         if path:
-            api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
-        else:
-            overrides = dict(env)
-            server = host_api_server(root_mount) if root_mount is not None else None
-            if server is not None:
-                log.info("overriding kubernetes api to %s", server)
-                url = urllib.parse.urlsplit(server)
-                overrides["KUBERNETES_SERVICE_HOST"] = url.hostname or ""
-                overrides["KUBERNETES_SERVICE_PORT"] = str(url.port or 443)
-            configuration = client.Configuration()
-            incluster.InClusterConfigLoader(  # type: ignore[no-untyped-call]
-                token_filename=f"{service_account}/token",
-                cert_filename=f"{service_account}/ca.crt",
-                environ=overrides,
-            ).load_and_set(configuration)
-            api = client.ApiClient(configuration)
-    except config.ConfigException as e:
+            return from_file(path)
+        overrides = dict(env)
+        server = host_api_server(root_mount) if root_mount is not None else None
+        if server is not None:
+            log.info("overriding kubernetes api to %s", server)
+            url = urllib.parse.urlsplit(server)
+            overrides["KUBERNETES_SERVICE_HOST"] = url.hostname or ""
+            overrides["KUBERNETES_SERVICE_PORT"] = str(url.port or 443)
+        return in_cluster(service_account, overrides)
+    except KubeconfigError as e:
         where = path or "the in-cluster service account"
         message = f"cannot load the API server configuration from {where}: {e}"
         raise ConfigurationError(message) from e
-    api.user_agent = USER_AGENT
-    return api
 
 
 def host_api_server(root_mount: str) -> str | None:
@@ -134,7 +122,7 @@ def host_api_server(root_mount: str) -> str | None:
 class Kube:
     """JSON requests to the API server; one instance per agent, safe to share across threads."""
 
-    def __init__(self, api: client.ApiClient, timeout: float = 30.0) -> None:
+    def __init__(self, api: Connection, timeout: float = 30.0) -> None:
         self.api = api
         self.timeout = timeout
 
@@ -185,42 +173,28 @@ class Kube:
         content_type: str,
         timeout: float,
         stream: bool = False,
-    ) -> Any:
+    ) -> urllib3.BaseHTTPResponse:
         headers = {"Accept": JSON, "Content-Type": content_type}
+        params = [(k, _param(v)) for k, v in (query or {}).items() if v is not None]
+        data = None if body is None else json.dumps(body).encode()
+        limit = urllib3.Timeout(connect=10.0, read=timeout) if stream else urllib3.Timeout(timeout)
         try:
-            method_, url, headers, body_, _ = self.api.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=[(k, _param(v)) for k, v in (query or {}).items() if v is not None],
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            result = self.api.call_api(
-                method_,
-                url,
-                header_params=headers,
-                body=body_,
-                _request_timeout=(10.0, timeout) if stream else timeout,
-            )
-        except ApiException as e:
-            raise _api_error(e.status, e.reason, e.body) from None
+            response = self.api.open(method, path, params, headers, data, limit)
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise self._unreachable(f"{method} {path}", e) from e
-        response = result.response  # the urllib3 response, body not read yet
         if not 200 <= response.status < 300:
             try:
-                data = response.data
+                raw = response.data
             except (urllib3.exceptions.HTTPError, OSError):
-                data = b""
+                raw = b""
             finally:
                 response.release_conn()
-            raise _api_error(response.status, response.reason, data)
+            raise _api_error(response.status, response.reason, raw)
         return response
 
     @property
     def server(self) -> str:
-        return str(self.api.configuration.host or "the API server")
+        return self.api.host or "the API server"
 
     def _unreachable(self, what: str, e: BaseException) -> ApiError:
         """One line naming the server and the innermost cause, not urllib3's nested repr."""

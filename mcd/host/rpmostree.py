@@ -142,6 +142,9 @@ class Retry:
         return cls(initial=initial, maximum=initial * 6)
 
 
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
 class RpmOstree:
     def __init__(
         self, root: Root, runner: Runner | None = None, retry: Retry | None = None
@@ -149,6 +152,7 @@ class RpmOstree:
         self.root = root
         self.runner = runner or Runner(env={**os.environ, "RPMOSTREE_CLIENT_ID": CLIENT_ID})
         self.retry = retry or Retry.from_env()
+        self._booted: tuple[str, str] | None = None  # (boot id, booted image)
 
     def initialize(self) -> None:
         """Upstream ``RpmOstreeClient.Initialize``: give rpm-ostree the registry pull secret
@@ -171,7 +175,19 @@ class RpmOstree:
         return parse_status(self._run("status", "--json").stdout)
 
     def booted_image(self) -> str:
-        return self.status().booted.image_url
+        """The booted deployment's image. Only a reboot changes it, so it is asked of
+        rpm-ostree once per boot id (upstream reads ``bootedOSImageURL`` once at start):
+        ``rpm-ostree status`` costs 0.1-0.5 s, and every update validates the OS image."""
+        boot = self._boot_id()
+        if self._booted is None or not boot or self._booted[0] != boot:
+            self._booted = (boot, self.status().booted.image_url)
+        return self._booted[1]
+
+    def _boot_id(self) -> str:
+        try:
+            return self.root.read_bytes(BOOT_ID).decode().strip()
+        except (OSError, HostError):
+            return ""
 
     def rebase(self, image: str) -> bool:
         """Stage ``image``; False when the booted deployment already is that image."""

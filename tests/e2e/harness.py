@@ -36,7 +36,7 @@ from mcd.host.rootfs import Root
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.fakes.bus import SystemdBus
-from tests.fakes.kubecluster import TestCluster
+from tests.fakes.kubecluster import TestCluster, write_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "tests" / "fakes" / "bin"
@@ -84,8 +84,12 @@ class AgentNode:
         drain_mode: str = "self",
         image: str = IMAGE_A,
         extra_args: tuple[str, ...] = (),
+        in_cluster: bool = False,
     ) -> None:
         self.cluster = cluster
+        self.in_cluster = in_cluster
+        """Run as the DaemonSet does: a service account and the host's kubelet kubeconfig
+        (the cluster must speak HTTPS: ``TestCluster(tls=True)``), no ``--kubeconfig``."""
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.root = self.make_host()
@@ -168,16 +172,35 @@ class AgentNode:
 
     def command(self, metrics_port: int | None = None) -> list[str]:
         """The ``mcd start`` command line of this node's agent."""
+        if self.in_cluster:
+            program = [sys.executable, "-m", "tests.e2e.in_cluster", str(self.service_account())]
+            program.append("start")
+        else:
+            program = [sys.executable, "-m", "mcd", "start"]
+            program += ["--kubeconfig", str(self.cluster.agent_kubeconfig)]
         return [
-            sys.executable, "-m", "mcd", "start",
+            *program,
             "--node-name", self.name,
             "--root-mount", str(self.root),
-            "--kubeconfig", str(self.cluster.agent_kubeconfig),
             "--drain-mode", self.drain_mode,
             "--metrics-url", f"127.0.0.1:{metrics_port or self.metrics_port}",
             "--no-kubelet-healthz",
             *self.extra_args,
         ]  # fmt: skip
+
+    def service_account(self) -> Path:
+        """The agent's service account directory, and the host's kubelet kubeconfig that
+        names the API server (upstream's ``overriding kubernetes api to ...``)."""
+        ca = self.cluster.ca
+        assert ca is not None and self.cluster.fake is not None, "in_cluster needs tls=True"
+        sa = self.workdir / "serviceaccount"
+        sa.mkdir(exist_ok=True)
+        (sa / "token").write_text("agent-token")
+        shutil.copyfile(ca, sa / "ca.crt")
+        host = self.path("/etc/kubernetes/kubeconfig")
+        host.parent.mkdir(parents=True, exist_ok=True)
+        write_kubeconfig(host, self.cluster.fake.url)
+        return sa
 
     def start(self, **env: str) -> None:
         assert self.proc is None or self.proc.poll() is not None

@@ -18,6 +18,7 @@ from typing import Any
 from mcd.cluster.api import ApiError, Kube, load_client
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.realcluster import AGENT_KUBECONFIG_ENV
+from tests.fakes.tls import serving_context
 
 Obj = dict[str, Any]
 TEST_LABEL = {"mcd-test": "true"}
@@ -27,7 +28,7 @@ KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
 - name: fake
-  cluster: {{server: "{url}"}}
+  cluster: {{server: "{url}"{ca}}}
 users:
 - name: test
   user: {{token: test-token}}
@@ -38,22 +39,28 @@ current-context: fake
 """
 
 
-def write_kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(KUBECONFIG.format(url=url))
+def write_kubeconfig(path: Path, url: str, ca: Path | None = None) -> Path:
+    path.write_text(KUBECONFIG.format(url=url, ca=f', certificate-authority: "{ca}"' if ca else ""))
     return path
 
 
 class TestCluster:
     __test__ = False
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, tls: bool = False) -> None:
+        """``tls``: the fake server speaks HTTPS with a certificate in ``ca`` (an agent on
+        its service account, as in the DaemonSet, speaks nothing else)."""
         real = os.environ.get("MCD_TEST_KUBECONFIG")
         self.fake: FakeApiServer | None = None
+        self.ca: Path | None = None
         if real:
             self.kubeconfig = Path(real)
         else:
-            self.fake = FakeApiServer().start()
-            self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url)
+            context = None
+            if tls:
+                self.ca, context = serving_context(workdir / "pki")
+            self.fake = FakeApiServer(tls=context).start()
+            self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", self.fake.url, self.ca)
         # what the agents use: on a real cluster, a token of the ServiceAccount in daemonset/
         agent = os.environ.get(AGENT_KUBECONFIG_ENV) if real else None
         self.agent_kubeconfig = Path(agent) if agent else self.kubeconfig

@@ -44,7 +44,7 @@ def test_host_kubeconfig_names_the_api_server(
     (root / "etc/kubernetes/kubeconfig").write_text(KUBECONFIG)
     caplog.set_level(logging.INFO)
     api = load_client(environ=SERVICE, root_mount=str(root), service_account=service_account)
-    assert api.configuration.host == "https://api-int.example.com:6443"
+    assert api.host == "https://api-int.example.com:6443"
     assert "overriding kubernetes api to https://api-int.example.com:6443" in caplog.text
     assert "not-a-real-token" not in caplog.text
 
@@ -58,7 +58,7 @@ def test_falls_back_to_the_in_cluster_service(
     if kubeconfig is not None:
         (root / "etc/kubernetes/kubeconfig").write_text(kubeconfig)
     api = load_client(environ=SERVICE, root_mount=str(root), service_account=service_account)
-    assert api.configuration.host == "https://172.30.0.1:443"
+    assert api.host == "https://172.30.0.1:443"
 
 
 def test_no_service_account_is_a_clear_error(tmp_path: Path) -> None:
