@@ -30,7 +30,8 @@ from mcd.agent.bootstrap import (
 )
 from mcd.agent.imagemode import desired_image
 from mcd.agent.journal import Journal, StateError
-from mcd.agent.transaction import Outcome, UpdateError, recover
+from mcd.agent.resume import recover
+from mcd.agent.transaction import Outcome, UpdateError
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
     Context,

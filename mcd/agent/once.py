@@ -20,7 +20,8 @@ from pathlib import Path
 
 from mcd.agent.handles import Node, current_config_on_disk, document_of
 from mcd.agent.journal import Journal
-from mcd.agent.transaction import Outcome, Transaction, UpdateError, recover
+from mcd.agent.resume import recover
+from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
 from mcd.host.lock import writer_lock

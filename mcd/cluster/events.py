@@ -58,6 +58,7 @@ class Reason(StrEnum):
     FAILED_SERVICE_RELOAD = "FailedServiceReload"
     FAILED_SERVICE_RESTART = "FailedServiceRestart"
     GOT_SIGTERM_DURING_UPDATE = "GotSigtermDuringUpdate"
+    HEALTH_GATE_FAILED = "HealthGateFailed"  # mcd's own: a failed gate rolled the update back
 
 
 WARNINGS = frozenset(
@@ -71,6 +72,7 @@ WARNINGS = frozenset(
         Reason.FAILED_SERVICE_RELOAD,
         Reason.FAILED_SERVICE_RESTART,
         Reason.GOT_SIGTERM_DURING_UPDATE,
+        Reason.HEALTH_GATE_FAILED,
     }
 )
 
