@@ -104,6 +104,8 @@ class HealthGate:
         self.node_ready = node_ready
         self.metrics = metrics
         self.sleep = sleep
+        self.on_rollback: Callable[[str, str], None] | None = None
+        """Told (reason, ``rebootless``/``reboot``) when a failed gate rolled an update back."""
 
     def run(self, mc: MachineConfig) -> Verdict:
         log.info("Running the health gate for %s (settings from %s)", mc.name, self.settings.source)
@@ -127,7 +129,7 @@ class HealthGate:
             log.info("Health check %s: %s%s", r.name, r.status, f" ({r.note})" if r.note else "")
         save_verdict(self.root, verdict)
         if self.metrics is not None:
-            self.metrics.health_gate_ok.set(1 if verdict.ok else 0)
+            self.metrics.health_gate_failed.set(0 if verdict.ok else 1)
             if verdict.failed is not None:
                 self.metrics.health_gate_failures.labels(verdict.failed.name).inc()
         return verdict
@@ -190,10 +192,12 @@ def gate_for(ctx: Context) -> HealthGate:
     meta = node.get("metadata") or {}
     node_annotations = meta.get("annotations") or {}
     settings = load_settings(ctx.host.root, _pool_annotations(ctx, meta), node_annotations)
-    return HealthGate(
+    gate = HealthGate(
         ctx.host.root, ctx.host.effects.systemd, settings,
         node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
     )  # fmt: skip
+    gate.on_rollback = lambda reason, kind: record_rollback(ctx, reason, kind)
+    return gate
 
 
 def _pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:

@@ -52,8 +52,8 @@ class Metrics:
             "mcd_health_gate_rollbacks", "Updates rolled back because their health gate failed",
             ["kind"], registry=r,
         )  # fmt: skip
-        self.health_gate_ok = Gauge(
-            "mcd_health_gate_ok", "1 when the last health gate passed, 0 when it failed",
+        self.health_gate_failed = Gauge(
+            "mcd_health_gate_failed", "1 when the last health gate this agent ran failed",
             registry=r,
         )  # fmt: skip
 

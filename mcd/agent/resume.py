@@ -12,7 +12,9 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from mcd.agent import bootgate
 from mcd.agent.handles import Node
+from mcd.agent.health import HealthGate
 from mcd.agent.journal import Journal, Phase, journal_configs
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.host.errors import HostError
@@ -29,6 +31,7 @@ def recover(
     skip_reboot: bool = False,
     force: bool = False,
     before_reboot: Callable[[str], None] | None = None,
+    gate: HealthGate | None = None,
 ) -> Outcome | None:
     """Finish what a killed agent left in the journal; None when there is nothing to do."""
     loaded = Journal(node.root).load()
@@ -47,9 +50,8 @@ def recover(
     )  # fmt: skip
     txn.entry = entry
     log.info("Found an interrupted update %s -> %s in phase %s", entry.old, entry.new, entry.phase)
-    if entry.phase is Phase.ROLLING_BACK:
-        txn.rollback()
-        return Outcome.ROLLED_BACK
+    if entry.phase is Phase.ROLLING_BACK:  # a failed gate's too: back to the old deployment
+        return bootgate.finish_rollback(txn)
     if entry.phase is Phase.AWAITING_REBOOT:
         if node.boot_id() == entry.boot_id:
             return txn._reboot()  # the reboot never happened: ask again
@@ -66,6 +68,8 @@ def recover(
                 node.rpm.check_kargs(new.kernel_arguments)
             except HostError as e:  # booted the right deployment with the wrong command line
                 raise UpdateError(str(e)) from e
+        if gate is not None and gate.settings.enabled:
+            return bootgate.after_boot(txn, gate)
         txn._commit()
         return Outcome.DONE
     # APPLYING: roll forward from the first step not done (every step is idempotent)

@@ -336,8 +336,15 @@ class Transaction:
         log.info("Rolled back to %s", self.old.name)
 
     def _undo_os(self) -> None:
-        if self.node.rpm is not None:
-            self.node.rpm.cleanup_pending()  # the booted deployment never changed
+        rpm = self.node.rpm
+        if rpm is None:
+            return
+        status = rpm.status()  # after the boot into the staged deployment (a failed gate):
+        if self.entry.staged and status.booted.checksum == self.entry.staged:
+            if status.deployments[0].booted:  # once: a second rollback would toggle back
+                rpm.rollback()
+            return
+        rpm.cleanup_pending()  # the booted deployment never changed
 
     def _drifted(self, file: File) -> bool:
         """Whether a file both configs agree on is no longer as they say. One that still is

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
-from mcd.agent import bootretry, health, imagemode, owed, progress
+from mcd.agent import bootgate, bootretry, health, imagemode, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -190,9 +191,17 @@ def _update(
     force = root.exists(FORCE_FILE)
     if force:
         bootretry.clear(root)
+        bootgate.clear(root)
     gave_up = bootretry.given_up(root, desired.name)
     if gave_up:  # the node kept booting the old deployment for this config
         raise SyncError(gave_up)
+    try:  # bad gate settings stop the update before anything is written
+        gate = health.gate_for(ctx)
+    except health.GateSettingsError as e:
+        raise SyncError(str(e)) from e
+    refused = bootgate.refused(root, desired.name, gate.settings.max_boots)
+    if refused and gate.settings.enabled:  # its gate failed too often: no reboot loop
+        raise SyncError(refused)
     if force:
         log.info("Skipping preflight config drift check; %s present", FORCE_FILE)
     elif preflight:
@@ -211,10 +220,6 @@ def _update(
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         progress.not_compatible(ctx, current.name, desired.name, plan.reason)
         raise Unreconcilable(plan.reason)
-    try:  # bad gate settings stop the update before anything is written
-        gate = health.gate_for(ctx)
-    except health.GateSettingsError as e:
-        raise SyncError(str(e)) from e
     progress.prepared(ctx, plan)
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
@@ -282,7 +287,8 @@ def _run(
     try:
         outcome = txn.run()
     except UpdateError as e:
-        if e.step == "gate":
+        if e.step == "gate":  # counted as a boot is: a bounded number of tries
+            bootgate.record_failure(ctx.host.root, desired.name, f"{time.time_ns()}")
             health.record_rollback(ctx, str(e), "rebootless")
         if e.step == "os":
             ctx.metrics.pivot_errors.inc()

@@ -180,10 +180,10 @@ def rolled_back(reason: str, previous: str) -> str:
     return f"{reason}; rolled back to {previous}"
 
 
-def boots_exhausted(config: str, boots: int, reason: str) -> str:
+def boots_exhausted(config: str, attempts: int, reason: str) -> str:
     return (
-        f"health gate failed on {boots} boots into {config}; not rolling back again "
-        f"(no reboot loop): {reason}"
+        f"health gate failed {attempts} times after updates to {config}; not trying it again "
+        f"until desiredConfig changes or the force file is set: {reason}"
     )
 
 
