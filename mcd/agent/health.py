@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from mcd.agent import progress
 from mcd.cluster.api import ApiError
 from mcd.cluster.events import Reason
 from mcd.host import fsops
@@ -28,12 +29,14 @@ from mcd.model.errors import ConfigError
 from mcd.model.health import (
     GATE_ANNOTATION,
     SETTINGS_FILE,
+    STATE_ANNOTATION,
     CheckResult,
     GateSettings,
     Status,
     Verdict,
     parse_annotation,
     parse_file,
+    state_annotation,
 )
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.mcn import pool_of
@@ -104,6 +107,8 @@ class HealthGate:
         self.node_ready = node_ready
         self.metrics = metrics
         self.sleep = sleep
+        self.on_verdict: Callable[[Verdict], None] | None = None
+        """Told every verdict (the agent puts it on its Node)."""
         self.on_rollback: Callable[[str, str], None] | None = None
         """Told (reason, ``rebootless``/``reboot``) when a failed gate rolled an update back."""
 
@@ -128,6 +133,8 @@ class HealthGate:
         for r in results:
             log.info("Health check %s: %s%s", r.name, r.status, f" ({r.note})" if r.note else "")
         save_verdict(self.root, verdict)
+        if self.on_verdict is not None:
+            self.on_verdict(verdict)
         if self.metrics is not None:
             self.metrics.health_gate_failed.set(0 if verdict.ok else 1)
             if verdict.failed is not None:
@@ -197,7 +204,16 @@ def gate_for(ctx: Context) -> HealthGate:
         node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
     )  # fmt: skip
     gate.on_rollback = lambda reason, kind: record_rollback(ctx, reason, kind)
+    gate.on_verdict = lambda verdict: _annotate(ctx, verdict)
     return gate
+
+
+def _annotate(ctx: Context, verdict: Verdict) -> None:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        ctx.writer.set_annotations({STATE_ANNOTATION: state_annotation(verdict, when)})
+    except ApiError as e:  # the verdict still counts; only `mcd status` misses it
+        log.warning("Could not put the health gate's verdict on node %s: %s", ctx.node_name, e)
 
 
 def _pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:
@@ -217,3 +233,4 @@ def record_rollback(ctx: Context, reason: str, kind: str) -> None:
     log.error("Health gate rolled the update back: %s", reason)
     ctx.metrics.health_gate_rollbacks.labels(kind).inc()
     ctx.events.record(Reason.HEALTH_GATE_FAILED, reason)
+    progress.gate_failed(ctx, reason)

@@ -11,6 +11,7 @@ broken reboot update from looping.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,10 @@ commas (``enabled=false``, ``timeout=120,settle=2``); ``off`` alone turns the ga
 TRY_ANNOTATION = "mcd-project.github.io/try"
 """On a Node: apply the next config in try mode for this long (``10m``); reverted unless
 confirmed."""
+
+STATE_ANNOTATION = "mcd-project.github.io/health-gate-state"
+"""Written by the agent on its Node: the last gate's result, as JSON (``config``, ``result``,
+``check`` when one failed, ``time``); ``mcd status`` shows it."""
 
 SETTINGS_FILE = "/etc/mcd/health.conf"
 """The node's own settings: ``key = value`` lines, ``#`` comments."""
@@ -168,6 +173,26 @@ class Verdict:
                 for r in self.results
             ],
         }  # fmt: skip
+
+
+def state_annotation(verdict: Verdict, when: str) -> str:
+    """The Node annotation's value for a verdict (names only: never a check's output)."""
+    doc: dict[str, str] = {"config": verdict.config, "result": "passed" if verdict.ok else "failed"}
+    if verdict.failed is not None:
+        doc["check"] = verdict.failed.name
+    doc["time"] = when
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def describe_state(value: str) -> dict[str, str] | None:
+    """The annotation read back (None when absent or not ours)."""
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return {k: str(v) for k, v in doc.items() if k in ("config", "result", "check", "time")}
 
 
 def gate_failed(config: str, check: CheckResult) -> str:

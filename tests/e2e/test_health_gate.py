@@ -6,9 +6,13 @@ reboots, and after ``max_boots`` failed boots it stops and is Degraded: no reboo
 
 from __future__ import annotations
 
+import json
 import time
 
+from click.testing import CliRunner
+
 from mcd.agent.bootgate import BOOTS_PATH
+from mcd.cli import cli
 from mcd.model.health import GATE_ANNOTATION, REQUIRED_DIR
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
@@ -19,6 +23,7 @@ from tests.e2e.test_agent import boot_on
 from tests.fakes import ostree_sysroot
 from tests.fakes.kubecluster import TestCluster
 
+MCN = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes"
 CHECK = f"{REQUIRED_DIR}/50-uplink"
 SCRIPT = "#!/bin/sh\necho 'checking uplink'\necho 'no route to 10.0.0.1' >&2\nexit 1\n"
 
@@ -67,6 +72,22 @@ def test_a_reboot_update_whose_gate_fails_rolls_back_the_os_and_stops_after_max_
         f"status 1: checking uplink | no route to 10.0.0.1; rolled back to {old}"
     )
     assert node.path(BOOTS_PATH).stat().st_mode & 0o077 == 0
+    # the MachineConfigNode says why (mcd's own reason on upstream's NodeDegraded condition)
+    mcn = kube_cluster.kube.request("GET", f"{MCN}/{node.name}")
+    degraded = next(c for c in mcn["status"]["conditions"] if c["type"] == "NodeDegraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "HealthGateFailed")
+    assert degraded["message"] == events[1]
+    # mcd status: the last gate and the runbook section
+    args = ["status", "--node", node.name, "--kubeconfig", str(kube_cluster.kubeconfig)]
+    out = CliRunner().invoke(cli, args).output
+    assert f"Health gate:     failed for {new}: check required.d/50-uplink failed at " in out
+    assert "Next:            see docs/runbook.md#17-health-gates-and-rollback" in out
+    gate = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)["healthGate"]
+    assert (gate["config"], gate["result"], gate["check"]) == (
+        new,
+        "failed",
+        "required.d/50-uplink",
+    )
     if node.sysroot is not None:  # OSTree itself: the default deployment is the old commit
         default = ostree_sysroot.deployments(node.sysroot)[0]
         assert default["container-image-reference"].endswith(IMAGE_A)
