@@ -70,8 +70,8 @@ class _Timed(HealthGate):
 
     verdict_at = 0.0
 
-    def run(self, mc: MachineConfig) -> Verdict:
-        verdict = super().run(mc)
+    def run(self, mc: MachineConfig, settle: bool = True) -> Verdict:
+        verdict = super().run(mc, settle)
         self.verdict_at = time.perf_counter()
         return verdict
 

@@ -100,11 +100,14 @@ class HealthGate:
         offline: bool = False,
         node_ready: NodeReady | None = None,
         metrics: Metrics | None = None,
+        local_kubelet: bool = True,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.root, self.systemd, self.settings = root, systemd, settings
         self.offline = offline
         self.node_ready = node_ready
+        self.local_kubelet = local_kubelet
+        """Whether localhost's kubelet is the root's (the agent's host mount, ``--root /``)."""
         self.metrics = metrics
         self.sleep = sleep
         self.on_verdict: Callable[[Verdict], None] | None = None
@@ -112,15 +115,19 @@ class HealthGate:
         self.on_rollback: Callable[[str, str], None] | None = None
         """Told (reason, ``rebootless``/``reboot``) when a failed gate rolled an update back."""
 
-    def run(self, mc: MachineConfig) -> Verdict:
+    def _kubelet(self, mc: MachineConfig) -> CheckResult:
+        return _kubelet_of(self, mc)
+
+    def run(self, mc: MachineConfig, settle: bool = True) -> Verdict:
+        """``settle``: something was just started or restarted; give it time to die."""
         log.info("Running the health gate for %s (settings from %s)", mc.name, self.settings.source)
-        if self.settings.settle and not self.offline:
+        if settle and self.settings.settle and not self.offline:
             self.sleep(self.settings.settle)  # a unit that dies at once is seen dead
         results: list[CheckResult] = []
         steps: list[Callable[[], list[CheckResult]]] = [
             lambda: [units_check(self.systemd, mc, offline=self.offline)],
             lambda: required_checks(self.root, self.settings),
-            lambda: [kubelet_check(self.root, mc, self.settings, offline=self.offline)],
+            lambda: [self._kubelet(mc)],
         ]
         if self.node_ready is not None and not self.offline:
             ready = self.node_ready
@@ -140,6 +147,21 @@ class HealthGate:
             if verdict.failed is not None:
                 self.metrics.health_gate_failures.labels(verdict.failed.name).inc()
         return verdict
+
+
+def _kubelet_of(gate: HealthGate, mc: MachineConfig) -> CheckResult:
+    if gate.local_kubelet or gate.offline:
+        return kubelet_check(gate.root, mc, gate.settings, offline=gate.offline)
+    note = f"the root {gate.root.path} is not this host's: localhost's kubelet is not its own"
+    return CheckResult("kubelet", Status.SKIPPED, note)
+
+
+def once_gate(root: Root, systemd: SystemdManager) -> HealthGate:
+    """The gate of ``mcd once-from``: the node file's settings, no Node to be Ready."""
+    settings = load_settings(root)
+    return HealthGate(
+        root, systemd, settings, offline=not systemd.live, local_kubelet=root.path == "/"
+    )
 
 
 def save_verdict(root: Root, verdict: Verdict) -> None:

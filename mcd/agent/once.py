@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mcd.agent import trymode
 from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.health import once_gate
 from mcd.agent.journal import Journal
 from mcd.agent.resume import recover
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
@@ -175,6 +176,7 @@ def _apply_once(
         data,
         skip_reboot=skip_reboot,
         offline_root=not node.effects.systemd.live,
+        gate=once_gate(root, node.effects.systemd),
     )
     if try_seconds is None:
         return result(txn.run())

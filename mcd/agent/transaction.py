@@ -248,7 +248,8 @@ class Transaction:
         assert self.gate is not None
         if self.entry.reboot:
             return
-        verdict = self.gate.run(self.new)
+        ran = [a for a in executed_actions(self.plan.actions) if a.type is not ActionType.NONE]
+        verdict = self.gate.run(self.new, settle=bool(ran) and not self.skipped)
         if not verdict.ok:
             raise UpdateError(verdict.reason(), Step.GATE)
 

@@ -125,3 +125,31 @@ def test_a_try_that_needs_a_reboot_is_refused_before_anything_is_written(tmp_pat
     assert current(root) == "rendered-worker-1"
     code, _, err = run("once-from", "--try", "soon", str(source), "--root", str(root))
     assert code == 64 and "--try: invalid duration 'soon'" in err
+
+
+def test_once_from_runs_the_gate_on_an_offline_root_and_rolls_back(tmp_path: Path) -> None:
+    root = node(tmp_path)
+    check = root / "etc/mcd/health.d/required.d/10-probe"
+    check.parent.mkdir(parents=True)
+    check.write_text('#!/bin/sh\necho "probe: $MCD_ROOT"\nexit 4\n')
+    check.chmod(0o755)
+    code, _, err = run("once-from", str(write(tmp_path, "rendered-worker-2", "two\n")),
+                       "--root", str(root))  # fmt: skip
+    assert code == 1
+    assert (
+        "health gate failed after update to rendered-worker-2: check required.d/10-probe failed: "
+        f"exit status 4: probe: {root}; rolled back to rendered-worker-1"
+    ) in err
+    assert (root / POLICY.lstrip("/")).read_text() == "one\n"
+    assert current(root) == "rendered-worker-1"
+    verdict = json.loads((root / "etc/machine-config-daemon/health-gate.json").read_text())
+    notes = {c["name"]: (c["status"], c["note"]) for c in verdict["checks"]}
+    assert notes["units"] == ("skipped", "the config enables no units")
+    (root / "etc/mcd/health.conf").write_text("enabled = false  # the admin turns it off\n")
+    assert run("once-from", str(tmp_path / "rendered-worker-2.json"), "--root", str(root))[0] == 0
+    assert current(root) == "rendered-worker-2"
+    (root / "etc/mcd/health.conf").write_text("timeout = soon\n")
+    code, _, err = run("once-from", str(tmp_path / "rendered-worker-1.json"), "--root", str(root))
+    assert code != 0
+    assert "/etc/mcd/health.conf: timeout: want seconds between 0 and 86400, have 'soon'" in err
+    assert current(root) == "rendered-worker-2"
