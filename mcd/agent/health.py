@@ -189,26 +189,33 @@ def node_ready_check(
 
     def check(timeout: float) -> CheckResult:
         start = time.monotonic()
-        last = ""
+        not_ready = ""  # the last Ready condition that was not True
+        unread = ""  # the last failure to read the Node
         while True:
             try:
                 status = get_node().get("status") or {}
             except Exception as e:  # the API server is away: keep trying until the timeout
-                status, last = {}, f"cannot read the Node: {type(e).__name__}"
-            conditions = status.get("conditions") if isinstance(status, dict) else None
-            ready = [
-                c for c in conditions or []
-                if isinstance(c, dict) and c.get("type") == "Ready"
-            ]  # fmt: skip
-            if not ready and not last:
-                return CheckResult("node-ready", Status.SKIPPED, "the Node has no Ready condition")
-            if ready and ready[0].get("status") == "True":
-                return CheckResult("node-ready", Status.PASSED, "", time.monotonic() - start)
-            if ready:
-                last = f"Ready={ready[0].get('status')} ({ready[0].get('reason') or 'no reason'})"
+                status, unread = {}, f"cannot read the Node: {type(e).__name__}"
+            else:
+                conditions = status.get("conditions") if isinstance(status, dict) else None
+                ready = [
+                    c for c in conditions or []
+                    if isinstance(c, dict) and c.get("type") == "Ready"
+                ]  # fmt: skip
+                if not ready:
+                    return CheckResult(
+                        "node-ready", Status.SKIPPED, "the Node has no Ready condition"
+                    )
+                if ready[0].get("status") == "True":
+                    return CheckResult("node-ready", Status.PASSED, "", time.monotonic() - start)
+                reason = ready[0].get("reason") or "no reason"
+                not_ready = f"Ready={ready[0].get('status')} ({reason})"
             if time.monotonic() - start >= timeout:
-                note = f"Node not Ready after {timeout:g}s: {last}"
-                return CheckResult("node-ready", Status.FAILED, note, time.monotonic() - start)
+                seconds = time.monotonic() - start
+                if not not_ready:  # never read: the API server's outage is not the node's
+                    return CheckResult("node-ready", Status.SKIPPED, unread, seconds)
+                note = f"Node not Ready after {timeout:g}s: {not_ready}"
+                return CheckResult("node-ready", Status.FAILED, note, seconds)
             sleep(1.0)
 
     return check
