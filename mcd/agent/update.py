@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mcd.agent import bootgate, bootretry, health, imagemode, owed, progress
+from mcd.agent import agenttry, bootgate, bootretry, health, imagemode, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
@@ -220,6 +220,7 @@ def _update(
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         progress.not_compatible(ctx, current.name, desired.name, plan.reason)
         raise Unreconcilable(plan.reason)
+    trying = agenttry.begin(ctx, plan, current, desired)
     progress.prepared(ctx, plan)
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
@@ -230,7 +231,12 @@ def _update(
             "Starting update from %s to %s: %s",
             current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
         )  # fmt: skip
-        outcome = _run(ctx, plan, current, desired, may_drain, gate)
+        try:
+            outcome = _run(ctx, plan, current, desired, may_drain, gate)
+        except BaseException:
+            if trying:
+                agenttry.abandon(ctx)
+            raise
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
         log.info("reboot successful")
