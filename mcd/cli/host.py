@@ -28,12 +28,22 @@ from mcd.cli.common import (
     reports_config_errors,
     say,
 )
-from mcd.cli.exits import EXIT_USAGE
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.health import parse_duration
 from mcd.model.text import printable
+
+
+def _duration(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[str, float] | None:
+    if value is None:
+        return None
+    try:
+        return value, parse_duration(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e)) from e
 
 
 @click.command("once-from")
@@ -50,11 +60,14 @@ from mcd.model.text import printable
     "--try",
     "try_for",
     metavar="DURATION",
+    callback=_duration,
     help="Revert on its own after DURATION (90s, 10m, 1h) unless `mcd confirm` arrives.",
 )
 @output_options
 @reports_config_errors
-def once_from_command(source: str, root: Path, skip_reboot: bool, try_for: str | None) -> None:
+def once_from_command(
+    source: str, root: Path, skip_reboot: bool, try_for: tuple[str, float] | None
+) -> None:
     """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
 
     The node's previous config is its on-disk currentconfig. On a root no systemd runs
@@ -63,10 +76,7 @@ def once_from_command(source: str, root: Path, skip_reboot: bool, try_for: str |
     cannot be applied to this node, 1 on any other failure (everything rolled back).
     """
     console_logging()
-    try:
-        try_seconds = parse_duration(try_for) if try_for is not None else None
-    except ConfigError as e:
-        fail(f"--try: {e}", EXIT_USAGE)
+    try_seconds = try_for[1] if try_for is not None else None
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -85,8 +95,8 @@ def once_from_command(source: str, root: Path, skip_reboot: bool, try_for: str |
         node.effects.systemd.close()
     for line in result.describe(str(root)):
         say(line)
-    if try_seconds is not None and result.current == result.config:
-        say(f"trying {printable(result.config)}: reverts in {try_for} unless `mcd confirm`")
+    if try_for is not None and result.current == result.config:
+        say(f"trying {printable(result.config)}: reverts in {try_for[0]} unless `mcd confirm`")
 
 
 EXIT_UNCHANGED = 77

@@ -124,7 +124,7 @@ def test_a_try_that_needs_a_reboot_is_refused_before_anything_is_written(tmp_pat
     assert not (root / TRY_STATE.lstrip("/")).exists()
     assert current(root) == "rendered-worker-1"
     code, _, err = run("once-from", "--try", "soon", str(source), "--root", str(root))
-    assert code == 64 and "--try: invalid duration 'soon'" in err
+    assert code == 64 and "Invalid value for '--try': invalid duration 'soon'" in err
 
 
 def test_once_from_runs_the_gate_on_an_offline_root_and_rolls_back(tmp_path: Path) -> None:
