@@ -127,7 +127,7 @@ class Transaction:
         current = ""
         try:
             for step, apply in self._steps():
-                current = step
+                current = step if step is not Step.GATE else current  # a gate's error says so
                 self._mark(step, started=True)
                 apply()
                 self._mark(step)
@@ -138,6 +138,8 @@ class Transaction:
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
+            if isinstance(e, UpdateError) and e.step == Step.GATE:
+                current = Step.GATE  # (only the gate's own failure is the gate's)
             try:
                 self.rollback()
             except UpdateError as undo:
@@ -321,7 +323,7 @@ class Transaction:
                 except Exception as e:  # the journal stays: the next run finishes the rollback
                     errors.append(f"error rolling back {step}: {failure_reason(e)}")
                 failpoints.reach(f"rollback:{step}")
-        if Step.GATE.value in self.entry.started and not errors:
+        if Step.GATE.value in self.entry.started and not self.entry.reboot and not errors:
             try:  # the actions ran on the new files: run them again on the old ones
                 failpoints.reach("rollback:actions")
                 rerun_actions(self.node.effects.systemd, self.plan.actions, self.offline_root)

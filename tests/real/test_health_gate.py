@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mcd.model.health import GATE_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker
@@ -20,14 +21,15 @@ from tests.real.systemd_container import unavailable
 from tests.real.test_agent import POLICY
 
 # crio.service (the default policy reloads it when policy.json changes) exits with an error
-# once its policy says "broken", as a daemon that cannot use its new config does; its reload
-# itself succeeds, so only the gate can notice
+# when a reload finds its policy "broken", as a daemon that cannot use its new config does;
+# the reload itself succeeds, so only the gate can notice
 CRIO = """[Unit]
 Description=CRI-O stand-in
 [Service]
-ExecStart=/bin/sh -c 'echo start >>/var/tmp/crio.log; \\
-  while ! grep -q broken /etc/containers/policy.json; do sleep 0.2; done; exit 1'
-ExecReload=/bin/true
+ExecStart=/bin/sh -c 'rm -f /run/crio-reloaded; echo start >>/var/tmp/crio.log; \\
+  while ! [ -e /run/crio-reloaded ] || ! grep -q broken /etc/containers/policy.json; \\
+  do sleep 0.2; done; exit 1'
+ExecReload=/bin/touch /run/crio-reloaded
 [Install]
 WantedBy=multi-user.target
 """
@@ -67,6 +69,7 @@ def test_a_unit_that_fails_after_a_rebootless_update_rolls_it_back(
     kube_cluster.annotate(node.name, {
         Annotation.CURRENT_CONFIG: before, Annotation.DESIRED_CONFIG: before,
         Annotation.STATE: "Done",
+        GATE_ANNOTATION: "settle=3",  # a loaded CI machine: give crio time to see its policy
     })  # fmt: skip
     node.container.busctl(
         "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
