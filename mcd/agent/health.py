@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from mcd.agent import progress
 from mcd.cluster.api import ApiError
 from mcd.cluster.events import Reason
 from mcd.host import fsops
@@ -262,4 +261,3 @@ def record_rollback(ctx: Context, reason: str, kind: str) -> None:
     log.error("Health gate rolled the update back: %s", reason)
     ctx.metrics.health_gate_rollbacks.labels(kind).inc()
     ctx.events.record(Reason.HEALTH_GATE_FAILED, reason)
-    progress.gate_failed(ctx, reason)

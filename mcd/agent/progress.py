@@ -162,12 +162,6 @@ _RELOADED = {
 """Upstream's service names of the reloads (``CRIOServiceName``, ``DaemonReloadCommand``)."""
 
 
-def gate_failed(ctx: Context, reason: str) -> None:
-    """mcd's own: a failed health gate rolled the update back (NodeDegraded, until the next
-    completed update resets it as upstream's Updated does)."""
-    _report(ctx, m.phase(m.NODE_DEGRADED, reason, m.TRUE, "HealthGateFailed"))
-
-
 def rebooted(ctx: Context) -> None:
     _report(ctx, m.phase(m.REBOOTED, "Node has rebooted"))
 
