@@ -21,6 +21,7 @@ from bench.cluster import bench_drain, bench_update_requests
 from bench.common import Row, print_table, progress
 from bench.controller import bench_controller_requests, bench_render
 from bench.engine import bench_plan, bench_validate
+from bench.gate import bench_gate
 from bench.host import bench_apply_files
 from bench.startup import bench_startup
 
@@ -42,6 +43,7 @@ def steps(tmp: Path, load_tolerant: bool) -> list[tuple[str, Callable[[], list[R
         ),
         ("idle mcd start", lambda: bench_idle(tmp / "idle", idle_seconds)),
         ("render 20 MachineConfigs", lambda: [bench_render()]),
+        ("failed health gate to the previous config", bench_gate),
         ("controller requests per node update", lambda: [bench_controller_requests()]),
     ]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent import bootretry, owed, progress
+from mcd.agent import bootretry, health, owed, progress
 from mcd.agent.bootstrap import (
     bootstrap_pivot,
     finish_bootstrap,
@@ -30,7 +30,8 @@ from mcd.agent.bootstrap import (
 )
 from mcd.agent.imagemode import desired_image
 from mcd.agent.journal import Journal, StateError
-from mcd.agent.transaction import Outcome, UpdateError, recover
+from mcd.agent.resume import recover
+from mcd.agent.transaction import Outcome, UpdateError
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
     Context,
@@ -74,9 +75,10 @@ def boot(ctx: Context, node: Obj) -> None:
         ):
             seal_state(ctx.host.root)
             outcome = recover(
-                ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why)
-            )
-    except (UpdateError, LockBusy, StateError) as e:
+                ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why),
+                gate=health.gate_for(ctx) if interrupted else None,
+            )  # fmt: skip
+    except (UpdateError, LockBusy, StateError, health.GateSettingsError) as e:
         raise SyncError(str(e)) from e
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True

@@ -19,6 +19,7 @@ from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
 from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.model.errors import ConfigError
+from mcd.model.health import STATE_ANNOTATION, describe_state
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.text import printable
@@ -42,6 +43,8 @@ class NodeReport:
     current_image: str = ""
     desired_image: str = ""
     """Image mode: the ``currentImage`` and ``desiredImage`` annotations."""
+    health_gate: dict[str, str] | None = None
+    """The last health gate's result (``mcd-project.github.io/health-gate-state``)."""
 
     @property
     def next_step(self) -> str:
@@ -62,6 +65,7 @@ class NodeReport:
             "ssh": self.ssh,
             "currentImage": self.current_image,
             "desiredImage": self.desired_image,
+            "healthGate": self.health_gate,
             "nextStep": self.next_step,
             "events": self.events,
         }
@@ -79,6 +83,7 @@ RUNBOOK_SECTIONS = (
     ("failed to update OS", "#5-the-os-update-rpm-ostree"),
     ("rpm-ostree", "#5-the-os-update-rpm-ostree"),
     ("reboot command failed", "#7-reboot"),
+    ("health gate", "#17-health-gates-and-rollback"),
 )
 _DRIFTED_PATH = re.compile(r'for file:? "([^"]+)"')
 
@@ -183,6 +188,7 @@ def node_report(
         ssh=a.get(Annotation.SSH, ""),
         current_image=a.get(Annotation.CURRENT_IMAGE, ""),
         desired_image=a.get(Annotation.DESIRED_IMAGE, ""),
+        health_gate=describe_state(a.get(STATE_ANNOTATION, "")),
     )
 
 
@@ -225,6 +231,12 @@ def render_report(r: NodeReport) -> str:
         lines.append(f"Pending update:  cannot plan: {printable(r.plan_error)}")
     else:
         lines.append("Pending update:  none")
+    if r.health_gate:
+        g = r.health_gate
+        failed = f": check {g['check']} failed" if g.get("check") else ""
+        result, config = g.get("result", "?"), g.get("config", "?")
+        when = g.get("time", "?")
+        lines.append(f"Health gate:     {printable(f'{result} for {config}{failed} at {when}')}")
     lines.append("Recent events:" if r.events else "Recent events:   none")
     for e in r.events:
         lines.append(f"  {e['time']}  {e['type']:<7} {e['reason']}: {printable(e['message'])}")

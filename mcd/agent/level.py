@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent import progress
+from mcd.agent import agenttry, progress
 from mcd.agent.update import (
     Config,
     Context,
@@ -65,6 +65,7 @@ def cordoned_by_update(node: Obj, current: str) -> bool:
 
 def settle(ctx: Context, node: Obj, current: Config) -> None:
     """Correct the Node of a node that has no update to do (see the module docstring)."""
+    agenttry.honour(ctx, current)  # a try confirmed, or reverted at its deadline
     wrong = differences(node, current.name, current.mc.ocl_image)
     if ctx.status.failing and not wrong:  # Done by hand while the agent knows otherwise
         wrong.append(f"Done, while the agent last reported {goquote(ctx.status.failing)}")

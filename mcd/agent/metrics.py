@@ -44,6 +44,19 @@ class Metrics:
             "ssh_accesses", "Total number of SSH access occurred.", registry=r
         )  # exported as ssh_accesses_total (upstream's name until the 2023 removal)
 
+        self.health_gate_failures = Counter(
+            "mcd_health_gate_failures", "Health gates that failed after an update, by check",
+            ["check"], registry=r,
+        )  # fmt: skip  # exported as mcd_health_gate_failures_total (mcd's own, not upstream's)
+        self.health_gate_rollbacks = Counter(
+            "mcd_health_gate_rollbacks", "Updates rolled back because their health gate failed",
+            ["kind"], registry=r,
+        )  # fmt: skip
+        self.health_gate_failed = Gauge(
+            "mcd_health_gate_failed", "1 when the last health gate this agent ran failed",
+            registry=r,
+        )  # fmt: skip
+
     def set_host_os(self, os_label: str, version: str) -> None:
         self.host_os.clear()
         self.host_os.labels(os_label, version).set(1)

@@ -18,9 +18,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcd.agent import trymode
 from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.health import once_gate
 from mcd.agent.journal import Journal
-from mcd.agent.transaction import Outcome, Transaction, UpdateError, recover
+from mcd.agent.resume import recover
+from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
 from mcd.host.lock import writer_lock
@@ -33,7 +36,8 @@ from mcd.host.systemd import connect as connect_systemd
 from mcd.host.validation import validate_on_disk
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
-from mcd.model.plan import make_plan
+from mcd.model.plan import UpdatePlan, make_plan
+from mcd.model.policy import ActionType
 from mcd.model.text import printable
 from mcd.model.vocabulary import FORCE_FILE
 
@@ -105,14 +109,40 @@ def once_from(source: str, node: Node, skip_reboot: bool = False) -> Outcome:
     return run_once(source, node, skip_reboot=skip_reboot).outcome
 
 
-def run_once(source: str, node: Node, skip_reboot: bool = False) -> OnceResult:
+def run_once(
+    source: str, node: Node, skip_reboot: bool = False, try_seconds: float | None = None
+) -> OnceResult:
     data = read_source(source)
     new = load_machine_config(data, default_name=Path(source).stem or "once-from")
     with writer_lock(node.root, f"mcd once-from {source}"):
-        return _apply_once(node, new, data, skip_reboot)
+        reverted = revert_due(node)
+        if reverted is not None:
+            log.warning("%s", reverted)
+        pending = trymode.load(node.root)
+        if pending is not None:
+            raise UpdateError(
+                f"{pending.describe()}: `mcd confirm` or `mcd try-revert --now` first"
+            )
+        return _apply_once(node, new, data, skip_reboot, try_seconds)
 
 
-def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) -> OnceResult:
+def revert_due(node: Node, now: bool = False) -> str | None:
+    """Revert a try whose deadline passed (or any, with ``now``); what happened, or None.
+    The caller holds the writer lock."""
+    state = trymode.load(node.root)
+    if state is None or not (now or state.expired()):
+        return None
+    previous = trymode.previous_document(node.root)
+    mc = load_machine_config(previous)
+    result = _apply_once(node, mc, previous, skip_reboot=True)
+    trymode.clear(node.root, timer=state.timer and not now)
+    why = "not confirmed in time" if not now else "on request"
+    return f"reverted the try of {state.config} to {state.previous} ({why}): {result.outcome}"
+
+
+def _apply_once(
+    node: Node, new: MachineConfig, data: bytes, skip_reboot: bool, try_seconds: float | None = None
+) -> OnceResult:
     root = node.root
     seal_state(root)
     force = root.exists(FORCE_FILE)
@@ -146,5 +176,24 @@ def _apply_once(node: Node, new: MachineConfig, data: bytes, skip_reboot: bool) 
         data,
         skip_reboot=skip_reboot,
         offline_root=not node.effects.systemd.live,
+        gate=once_gate(root, node.effects.systemd),
     )
-    return result(txn.run())
+    if try_seconds is None:
+        return result(txn.run())
+    _check_tryable(plan, skip_reboot)
+    state = trymode.begin(root, new.name, old.name, document_of(old, old_doc), try_seconds)
+    try:
+        outcome = txn.run()
+    except BaseException:
+        trymode.clear(root)  # rolled back: nothing to try, nothing to revert
+        raise
+    trymode.schedule(root, state, node.effects.systemd.live)
+    return result(outcome)
+
+
+def _check_tryable(plan: UpdatePlan, skip_reboot: bool) -> None:
+    d = plan.diff
+    if d.os_update or d.kargs or d.kernel_type or d.extensions:
+        raise UpdateError("--try covers files, units and users; this change updates the OS")
+    if any(a.type is ActionType.REBOOT for a in plan.actions) and not skip_reboot:
+        raise UpdateError("--try: this change needs a reboot; add --skip-reboot to try it")

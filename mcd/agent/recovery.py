@@ -25,7 +25,7 @@ import os
 
 from mcd.agent.handles import Node, current_config_on_disk
 from mcd.agent.journal import JOURNAL, NEW_DOC, OLD_DOC, Journal, StateError, journal_configs
-from mcd.agent.transaction import recover
+from mcd.agent.resume import recover
 from mcd.host import fsops
 from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root

@@ -14,14 +14,15 @@ until then the journal waits in ``awaiting-reboot``.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from enum import StrEnum
 
 from mcd.agent import failpoints, imagemode, owed, update_events
 from mcd.agent.handles import OSTREE_BOOTED, Node
-from mcd.agent.journal import Entry, Journal, Phase, journal_configs
+from mcd.agent.health import HealthGate
+from mcd.agent.journal import Entry, Journal, Phase
+from mcd.agent.reapply import rerun_actions
 from mcd.cluster.events import Reason
 from mcd.host.errors import HostError
 from mcd.host.sealing import seal_state
@@ -29,10 +30,10 @@ from mcd.host.systemd import SystemdError
 from mcd.host.validation import check_file, validate_on_disk
 from mcd.model.actions import executed_actions
 from mcd.model.errors import ConfigError
+from mcd.model.health import rolled_back
 from mcd.model.ignition import File
-from mcd.model.plan import UpdatePlan, make_plan
-from mcd.model.policy import Action, ActionType
-from mcd.model.text import goquote
+from mcd.model.plan import UpdatePlan
+from mcd.model.policy import ActionType
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class Step(StrEnum):
     PASSWD = "passwd"
     OS = "os"
     ACTIONS = "actions"
+    GATE = "gate"
 
 
 class Transaction:
@@ -75,11 +77,14 @@ class Transaction:
         before_reboot: Callable[[str], None] | None = None,
         offline_root: bool = False,
         record: update_events.Record | None = None,
+        gate: HealthGate | None = None,
     ) -> None:
         """``offline_root``: the root is an image no systemd runs (``once-from`` into a
         directory): actions that need a running manager (reload, restart, daemon-reload)
         are recorded as skipped, with a note, instead of failing the update."""
         self.node = node
+        self.gate = gate
+        """Run after the actions of a rebootless update; a failed gate rolls it back."""
         self.offline_root = offline_root
         self.skipped: list[str] = []
         self.before_reboot = before_reboot
@@ -122,7 +127,7 @@ class Transaction:
         current = ""
         try:
             for step, apply in self._steps():
-                current = step
+                current = step if step is not Step.GATE else current  # a gate's error says so
                 self._mark(step, started=True)
                 apply()
                 self._mark(step)
@@ -133,10 +138,14 @@ class Transaction:
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
             self.journal.save(self.entry)
+            if isinstance(e, UpdateError) and e.step == Step.GATE:
+                current = Step.GATE  # (only the gate's own failure is the gate's)
             try:
                 self.rollback()
             except UpdateError as undo:
                 raise UpdateError(f"{reason}; {undo}", current) from e
+            if current == Step.GATE:
+                reason = rolled_back(reason, self.old.name)
             raise UpdateError(reason, current) from e
 
     def _steps(self) -> list[tuple[Step, Callable[[], None]]]:
@@ -146,6 +155,8 @@ class Transaction:
         if self._os_work():
             steps.append((Step.OS, self._os))
         steps.append((Step.ACTIONS, self._actions))
+        if self.gate is not None and self.gate.settings.enabled:
+            steps.append((Step.GATE, self._gate))
         return [(s, fn) for s, fn in steps if s.value not in self.entry.done]
 
     def _mark(self, step: Step, started: bool = False) -> None:
@@ -234,6 +245,16 @@ class Transaction:
             if action.type is ActionType.NONE:
                 log.info("Node has Desired Config %s, skipping reboot", self.new.name)
 
+    def _gate(self) -> None:
+        """The health gate of a rebootless update (a reboot update's runs after the boot)."""
+        assert self.gate is not None
+        if self.entry.reboot:
+            return
+        ran = [a for a in executed_actions(self.plan.actions) if a.type is not ActionType.NONE]
+        verdict = self.gate.run(self.new, settle=bool(ran) and not self.skipped)
+        if not verdict.ok:
+            raise UpdateError(verdict.reason(), Step.GATE)
+
     def _finish(self) -> Outcome:
         if self.entry.reboot and not self.skip_reboot:
             # from here until the boot id changes, the reboot is owed (mcd.agent.owed)
@@ -302,6 +323,12 @@ class Transaction:
                 except Exception as e:  # the journal stays: the next run finishes the rollback
                     errors.append(f"error rolling back {step}: {failure_reason(e)}")
                 failpoints.reach(f"rollback:{step}")
+        if Step.GATE.value in self.entry.started and not self.entry.reboot and not errors:
+            try:  # the actions ran on the new files: run them again on the old ones
+                failpoints.reach("rollback:actions")
+                rerun_actions(self.node.effects.systemd, self.plan.actions, self.offline_root)
+            except Exception as e:
+                errors.append(f"error rolling back actions: {failure_reason(e)}")
         if errors:
             raise UpdateError("; ".join(errors))
         # a rollback after the commit (the reboot could not be requested) un-promotes
@@ -312,8 +339,15 @@ class Transaction:
         log.info("Rolled back to %s", self.old.name)
 
     def _undo_os(self) -> None:
-        if self.node.rpm is not None:
-            self.node.rpm.cleanup_pending()  # the booted deployment never changed
+        rpm = self.node.rpm
+        if rpm is None:
+            return
+        status = rpm.status()  # after the boot into the staged deployment (a failed gate):
+        if self.entry.staged and status.booted.checksum == self.entry.staged:
+            if status.deployments[0].booted:  # once: a second rollback would toggle back
+                rpm.rollback()
+            return
+        rpm.cleanup_pending()  # the booted deployment never changed
 
     def _drifted(self, file: File) -> bool:
         """Whether a file both configs agree on is no longer as they say. One that still is
@@ -346,53 +380,3 @@ def failure_reason(e: BaseException) -> str:
         return str(e) or type(e).__name__
     text = " ".join(str(e).split())[:300]
     return f"unexpected {type(e).__name__}" + (f": {text}" if text else "")
-
-
-def recover(
-    node: Node,
-    *,
-    skip_reboot: bool = False,
-    force: bool = False,
-    before_reboot: Callable[[str], None] | None = None,
-) -> Outcome | None:
-    """Finish what a killed agent left in the journal; None when there is nothing to do."""
-    loaded = Journal(node.root).load()
-    if loaded is None:
-        return None
-    entry, old_doc, new_doc = loaded
-    old, new = journal_configs(old_doc, new_doc)
-    plan = make_plan(
-        old, new, force=entry.force or force, legacy=True, node_fips=node.fips_for(new)
-    )
-    actions = tuple(Action(ActionType(t), s or None) for t, s in entry.actions)
-    plan = dataclasses.replace(plan, actions=actions)
-    txn = Transaction(
-        node, plan, old_doc, new_doc, skip_reboot=skip_reboot, preflight=False,
-        before_reboot=before_reboot,
-    )  # fmt: skip
-    txn.entry = entry
-    log.info("Found an interrupted update %s -> %s in phase %s", entry.old, entry.new, entry.phase)
-    if entry.phase is Phase.ROLLING_BACK:
-        txn.rollback()
-        return Outcome.ROLLED_BACK
-    if entry.phase is Phase.AWAITING_REBOOT:
-        if node.boot_id() == entry.boot_id:
-            return txn._reboot()  # the reboot never happened: ask again
-        booted = node.rpm.status().booted.checksum if node.rpm else ""
-        if booted != entry.staged:
-            log.warning(
-                "Booted deployment %s is not the staged %s for %s",
-                booted[:12], entry.staged[:12], goquote(new.name),
-            )  # fmt: skip
-            Journal(node.root).clear()
-            return Outcome.BOOTED_OLD
-        if node.rpm is not None and new.kernel_arguments:
-            try:
-                node.rpm.check_kargs(new.kernel_arguments)
-            except HostError as e:  # booted the right deployment with the wrong command line
-                raise UpdateError(str(e)) from e
-        txn._commit()
-        return Outcome.DONE
-    # APPLYING: roll forward from the first step not done (every step is idempotent)
-    entry.started = [s for s in entry.started if s in entry.done]
-    return txn._apply()

@@ -15,13 +15,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mcd.agent import bootretry, imagemode, owed, progress
+from mcd.agent import agenttry, bootgate, bootretry, health, imagemode, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.handles import Node, current_config_on_disk, document_of
 from mcd.agent.journal import StateError
 from mcd.agent.metrics import Metrics
 from mcd.agent.status import NodeStatus
+from mcd.agent.targetcheck import TargetCheck, identity_of
 from mcd.agent.transaction import Outcome, Transaction, UpdateError
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
@@ -111,52 +112,6 @@ def fetch_config(ctx: Context, name: str) -> Config:
         raise SyncError(f"invalid MachineConfig {name}: {e}") from e
 
 
-def identity_of(obj: Obj) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
-
-
-RECHECK_INTERVAL = 2.0
-"""Seconds between two looks at desiredConfig and the MachineConfig while a drain waits."""
-
-
-class TargetCheck:
-    """Is the drain's target still wanted? ``desiredConfig`` read afresh, and the
-    MachineConfig's (uid, resourceVersion) compared with what was planned; and no drift
-    reported by the monitor since (a drift stops the update, unless forced)."""
-
-    def __init__(
-        self, ctx: Context, desired: Config, force: bool, interval: float = RECHECK_INTERVAL
-    ) -> None:
-        self.ctx, self.desired, self.force, self.interval = ctx, desired, force, interval
-        self._last = time.monotonic()
-
-    def __call__(self) -> str:
-        if self.ctx.drift.drifted and not self.force:
-            return self.ctx.drift.drifted  # a hot-fix during the drain: stop before writing
-        if time.monotonic() - self._last < self.interval:
-            return ""
-        return self.now()
-
-    def now(self) -> str:
-        """'' while the target stands, else why it does not (always asks the API server)."""
-        self._last = time.monotonic()
-        name = self.desired.name
-        try:
-            wanted = annotations_of(self.ctx.writer.get()).get(Annotation.DESIRED_CONFIG, "")
-            if wanted != name:
-                return f"desiredConfig changed from {name} to {wanted or 'nothing'}"
-            identity = identity_of(get_machine_config(self.ctx.kube, name))
-        except MachineConfigNotFound:
-            return f"MachineConfig {name} was deleted"
-        except ApiError as e:
-            log.warning("Could not re-check the update's target %s: %s", name, e)
-            return ""  # the drain goes on; the check after it decides
-        if self.desired.identity not in (("", ""), identity):
-            return f"MachineConfig {name} changed (uid, resourceVersion {identity[1]})"
-        return ""
-
-
 def current_config(ctx: Context, node: Obj) -> Config:
     """The on-disk ``currentconfig`` is the truth; else the annotation's MachineConfig; a node
     that has neither was never configured and starts from the empty config."""
@@ -236,9 +191,17 @@ def _update(
     force = root.exists(FORCE_FILE)
     if force:
         bootretry.clear(root)
+        bootgate.clear(root)
     gave_up = bootretry.given_up(root, desired.name)
     if gave_up:  # the node kept booting the old deployment for this config
         raise SyncError(gave_up)
+    try:  # bad gate settings stop the update before anything is written
+        gate = health.gate_for(ctx)
+    except health.GateSettingsError as e:
+        raise SyncError(str(e)) from e
+    refused = bootgate.refused(root, desired.name, gate.settings.max_boots)
+    if refused and gate.settings.enabled:  # its gate failed too often: no reboot loop
+        raise SyncError(refused)
     if force:
         log.info("Skipping preflight config drift check; %s present", FORCE_FILE)
     elif preflight:
@@ -257,6 +220,7 @@ def _update(
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
         progress.not_compatible(ctx, current.name, desired.name, plan.reason)
         raise Unreconcilable(plan.reason)
+    trying = agenttry.begin(ctx, plan, current, desired)
     progress.prepared(ctx, plan)
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
@@ -267,7 +231,12 @@ def _update(
             "Starting update from %s to %s: %s",
             current.name, desired.name, plan.diff.os_changes_string() or "no OS changes",
         )  # fmt: skip
-        outcome = _run(ctx, plan, current, desired, may_drain)
+        try:
+            outcome = _run(ctx, plan, current, desired, may_drain, gate)
+        except BaseException:
+            if trying:
+                agenttry.abandon(ctx)
+            raise
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
         log.info("reboot successful")
@@ -282,7 +251,12 @@ def _update(
 
 
 def _run(
-    ctx: Context, plan: UpdatePlan, current: Config, desired: Config, may_drain: bool = True
+    ctx: Context,
+    plan: UpdatePlan,
+    current: Config,
+    desired: Config,
+    may_drain: bool = True,
+    gate: health.HealthGate | None = None,
 ) -> Outcome:
     if plan.drain and not may_drain:  # upstream performDrain on a SingleReplica cluster
         log.info("Drain not required, skipping")
@@ -314,11 +288,14 @@ def _run(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
         before_reboot=lambda rationale: _applied_then_reboot(ctx, plan, rationale),
-        record=ctx.events.record,
+        record=ctx.events.record, gate=gate,
     )  # fmt: skip
     try:
         outcome = txn.run()
     except UpdateError as e:
+        if e.step == "gate":  # counted as a boot is: a bounded number of tries
+            bootgate.record_failure(ctx.host.root, desired.name, f"{time.time_ns()}")
+            health.record_rollback(ctx, str(e), "rebootless")
         if e.step == "os":
             ctx.metrics.pivot_errors.inc()
         if e.step == "reboot":

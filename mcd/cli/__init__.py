@@ -38,6 +38,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "once_from_command",
         "Apply a MachineConfig or Ignition config once, with no cluster.",
     ),
+    "confirm": (
+        "mcd.cli.trycmds",
+        "confirm_command",
+        "Keep the config on trial (once-from --try): no revert at its deadline.",
+    ),
+    "try-revert": (
+        "mcd.cli.trycmds",
+        "try_revert_command",
+        "Revert a try (once-from --try) whose deadline passed, or --now.",
+    ),
     "pivot": ("mcd.cli.host", "pivot_command", "Force an OS pivot to an image with rpm-ostree."),
     "firstboot-complete-machineconfig": (
         "mcd.cli.host",

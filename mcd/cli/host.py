@@ -14,6 +14,7 @@ from mcd.agent.once import node_for, run_once
 from mcd.agent.pivot import PULLSPEC, pivot
 from mcd.agent.restore import RestoreError, restore
 from mcd.agent.transaction import UpdateError
+from mcd.agent.trymode import TryError
 from mcd.cli.common import (
     EXIT_ERROR,
     EXIT_MISMATCH,
@@ -29,7 +30,20 @@ from mcd.cli.common import (
 )
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
+from mcd.model.errors import ConfigError
+from mcd.model.health import parse_duration
 from mcd.model.text import printable
+
+
+def _duration(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[str, float] | None:
+    if value is None:
+        return None
+    try:
+        return value, parse_duration(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e)) from e
 
 
 @click.command("once-from")
@@ -42,9 +56,18 @@ from mcd.model.text import printable
     help="The node's root directory (created if missing).",
 )
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@click.option(
+    "--try",
+    "try_for",
+    metavar="DURATION",
+    callback=_duration,
+    help="Revert on its own after DURATION (90s, 10m, 1h) unless `mcd confirm` arrives.",
+)
 @output_options
 @reports_config_errors
-def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
+def once_from_command(
+    source: str, root: Path, skip_reboot: bool, try_for: tuple[str, float] | None
+) -> None:
     """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
 
     The node's previous config is its on-disk currentconfig. On a root no systemd runs
@@ -53,17 +76,18 @@ def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
     cannot be applied to this node, 1 on any other failure (everything rolled back).
     """
     console_logging()
+    try_seconds = try_for[1] if try_for is not None else None
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         fail(f"{root}: cannot create the root: {e.strerror or e} (--root)")
     node = node_for(Root(root))
     try:
-        result = run_once(source, node, skip_reboot=skip_reboot)
+        result = run_once(source, node, skip_reboot=skip_reboot, try_seconds=try_seconds)
     except UpdateError as e:
         unreconcilable = str(e).startswith("can't reconcile")
         fail(str(e), EXIT_MISMATCH if unreconcilable else EXIT_ERROR)
-    except (HostError, StateError) as e:  # another writer holds the lock; a damaged journal
+    except (HostError, StateError, TryError) as e:  # another writer; a damaged journal
         fail(str(e))
     except OSError as e:  # the source: a missing file, an unreachable URL
         fail(os_error_text(e, source))
@@ -71,6 +95,8 @@ def once_from_command(source: str, root: Path, skip_reboot: bool) -> None:
         node.effects.systemd.close()
     for line in result.describe(str(root)):
         say(line)
+    if try_for is not None and result.current == result.config:
+        say(f"trying {printable(result.config)}: reverts in {try_for[0]} unless `mcd confirm`")
 
 
 EXIT_UNCHANGED = 77

@@ -58,6 +58,8 @@ class Reason(StrEnum):
     FAILED_SERVICE_RELOAD = "FailedServiceReload"
     FAILED_SERVICE_RESTART = "FailedServiceRestart"
     GOT_SIGTERM_DURING_UPDATE = "GotSigtermDuringUpdate"
+    HEALTH_GATE_FAILED = "HealthGateFailed"  # mcd's own: a failed gate rolled the update back
+    TRY_REVERTED = "TryReverted"  # mcd's own: a try (annotation) was not confirmed in time
 
 
 WARNINGS = frozenset(
@@ -71,6 +73,8 @@ WARNINGS = frozenset(
         Reason.FAILED_SERVICE_RELOAD,
         Reason.FAILED_SERVICE_RESTART,
         Reason.GOT_SIGTERM_DURING_UPDATE,
+        Reason.HEALTH_GATE_FAILED,
+        Reason.TRY_REVERTED,
     }
 )
 

@@ -223,6 +223,18 @@ class DBusSystemd:
     def start(self, unit: str) -> None:
         self._await_job("starting", unit, "StartUnit", "ss", unit, "replace")
 
+    def active_states(self, units: Sequence[str]) -> dict[str, str]:
+        """``ListUnitsByNames``: one call for every unit (one not loaded is ``inactive``); a
+        unit whose process died and that waits to be restarted is ``auto-restart``."""
+        if not units:
+            return {}
+        (rows,) = self._manager("ListUnitsByNames", "as", list(units))
+        states = {}
+        for row in rows:  # (name, description, load, active, sub, ...)
+            name, active, sub = str(row[0]), str(row[3]), str(row[4])
+            states[name] = "auto-restart" if sub == "auto-restart" else active
+        return states
+
     def reboot(self, rationale: str) -> None:
         properties: list[Any] = [
             ["Description", Variant("s", f"machine-config-daemon: {rationale}")],

@@ -248,6 +248,11 @@ class RpmOstree:
         if install or uninstall:
             self._run("update", *_install(install), *_uninstall(uninstall))
 
+    def rollback(self) -> None:
+        """``rpm-ostree rollback``: the previous deployment becomes the default for the next
+        boot (the node boots it after a reboot)."""
+        self._run("rollback")
+
     def cleanup_pending(self) -> None:
         """``rpm-ostree cleanup -p``: drop a staged deployment (never fails the caller)."""
         try:

@@ -94,6 +94,11 @@ class SystemdManager(Protocol):
         """Queue the reboot as upstream's ``systemd-run --unit machine-config-daemon-reboot``."""
         ...
 
+    def active_states(self, units: Sequence[str]) -> dict[str, str]:
+        """Each unit's ``ActiveState`` (active, failed, inactive, ...) as the manager sees it,
+        ``auto-restart`` for one that died and waits to be restarted."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -159,6 +164,9 @@ class OfflineSystemd:
 
     def start(self, unit: str) -> None:
         raise self._unavailable(f"start {unit}")
+
+    def active_states(self, units: Sequence[str]) -> dict[str, str]:
+        raise self._unavailable("read unit states")
 
     def reboot(self, rationale: str) -> None:
         raise self._unavailable("reboot")

@@ -125,6 +125,10 @@ class SystemdBus:
     def fail_method(self, member: str, error: str = "org.freedesktop.DBus.Error.Failed") -> None:
         self._update_faults("methods", member, error)
 
+    def set_active_state(self, unit: str, state: str) -> None:
+        """What ``ListUnitsByNames`` answers for ``unit`` (every unit is ``active`` otherwise)."""
+        self._update_faults("active", unit, state)
+
     def clear_faults(self) -> None:
         (self.state / "faults.json").write_text("{}")
 

@@ -20,6 +20,8 @@ class MemorySystemd:
         self.root = root
         self.states: dict[str, str] = {}
         self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.active: dict[str, str] = {}
+        """ActiveState by unit; every unit not named here is ``active``."""
 
     def _set(self, verb: str, units: Sequence[str], state: str) -> None:
         self.calls.append((verb, tuple(units)))
@@ -56,6 +58,9 @@ class MemorySystemd:
             link = self.root / "etc/systemd/system" / unit
             if link.is_symlink() and os.readlink(link) == "/dev/null":
                 link.unlink()
+
+    def active_states(self, units: Sequence[str]) -> dict[str, str]:
+        return {u: self.active.get(u, "active") for u in units}
 
     def daemon_reload(self) -> None:
         self.calls.append(("daemon-reload", ()))

@@ -187,6 +187,29 @@ def _stage(state: State, image: str | None = None, kargs: list[str] | None = Non
     state["deployments"] = [new] + [d for d in state["deployments"] if not d["staged"]]
 
 
+def _rollback(state: State) -> bool:
+    """``rpm-ostree rollback``: the deployment after the booted one is the next boot's. In a
+    sysroot, a real ``ostree admin deploy`` of its commit, origin and kernel arguments as the
+    new default (the stand-in cannot reorder bootloader entries with this ostree)."""
+    names = [_name(d) for d in state["deployments"]]
+    booted = next(i for i, d in enumerate(state["deployments"]) if d["booted"])
+    if booted + 1 >= len(names):
+        return False
+    previous = state["deployments"][booted + 1]
+    if "sysroot" in state:
+        ostree_sysroot.deploy(
+            Path(state["sysroot"]), previous["container-image-reference"].split(":", 1)[1],
+            previous["kargs"], previous["requested-packages"],
+            previous["requested-base-removals"], booted=state["booted"],
+        )  # fmt: skip
+        state["deployments"] = _from_sysroot(state)
+        return True
+    previous["staged"] = True
+    rest = [d for d in state["deployments"] if d is not previous and not d["staged"]]
+    state["deployments"] = [previous, *rest]
+    return True
+
+
 def _options(args: list[str], name: str) -> list[str]:
     values, i = [], 0
     while i < len(args):
@@ -280,6 +303,11 @@ def main(argv: list[str]) -> int:
         dropped = state.get("drop_packages", [])  # OCPBUGS-65645: a package silently lost
         installed = [p for p in _options(args, "--install") if p not in dropped]
         _stage(state, packages=packages + installed)
+    elif verb == "rollback":
+        if not _rollback(state):
+            print("error: No rollback deployment found", file=sys.stderr)
+            save(path, state)
+            return 1
     elif verb == "cleanup":
         state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
     else:

@@ -10,7 +10,7 @@ Run as ``python -m tests.fakes.systemd1 --address ADDR --root ROOT --state DIR``
   result is ``done`` unless ``DIR/faults.json`` says otherwise.
 * Every call is appended to ``DIR/calls.jsonl`` for the tests to read.
 
-``faults.json``: ``{"jobs": {"crio.service": "failed"}, "methods": {"Reload": "org.freedesktop.DBus.Error.Failed"}}``.
+``faults.json``: ``{"jobs": {"crio.service": "failed"}, "active": {"crio.service": "failed"}, "methods": {"Reload": "org.freedesktop.DBus.Error.Failed"}}``.
 """
 
 import argparse
@@ -33,6 +33,7 @@ InstallResult = Annotated[list[Any], DBusSignature("ba(sss)")]
 UnitFileList = Annotated[list[list[str]], DBusSignature("a(ss)")]
 Properties = Annotated[list[list[Any]], DBusSignature("a(sv)")]
 AuxUnits = Annotated[list[list[Any]], DBusSignature("a(sa(sv))")]
+UnitList = Annotated[list[list[Any]], DBusSignature("a(ssssssouso)")]
 JobRemovedSignal = Annotated[list[Any], DBusSignature("uoss")]
 
 UNIT_DIRS = ("etc/systemd/system", "usr/lib/systemd/system", "lib/systemd/system")
@@ -189,6 +190,18 @@ class Manager(ServiceInterface):
     def StartUnit(self, name: DBusStr, mode: DBusStr) -> DBusObjectPath:
         self._record("StartUnit", name, mode)
         return self._job(name)
+
+    @method()
+    def ListUnitsByNames(self, names: Strings) -> UnitList:
+        self._record("ListUnitsByNames", names)
+        states = self._faults().get("active", {})
+        rows = []
+        for name in names:
+            state = states.get(name, "active")
+            sub = {"active": "running", "failed": "failed"}.get(state, "dead")
+            path = f"/org/freedesktop/systemd1/unit/{re.sub(r'[^A-Za-z0-9]', '_', name)}"
+            rows.append([name, "", "loaded", state, sub, "", path, 0, "", "/"])
+        return rows
 
     @method()
     def StartTransientUnit(

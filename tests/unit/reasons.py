@@ -13,6 +13,7 @@ RETURNED = {
     "guards.py",
     "values.py",
     "gate.py",
+    "health.py",
 }  # functions that return reasons
 MIN_LEN = 10
 

@@ -156,6 +156,15 @@ CASES = [
          "once-from-unreachable-url"),
     Case("once-from", lambda e: [], 64,
          lambda e: "Usage: mcd once-from [OPTIONS] SOURCE", "once-from-usage"),
+    Case("once-from", lambda e: [EX2, "--root", str(e.tmp), "--try", "later"], 64,
+         lambda e: "Usage: mcd once-from [OPTIONS] SOURCE", "once-from-try-bad-duration"),
+    # confirm, try-revert
+    Case("confirm", lambda e: ["--root", e.applied_root()], 0,
+         lambda e: "nothing to confirm: no try is pending", "confirm-nothing"),
+    Case("confirm", lambda e: ["--root", str(e.tmp / "nope")], 1,
+         lambda e: f"error: {e.tmp}/nope: no such directory (--root)", "confirm-no-root"),
+    Case("try-revert", lambda e: ["--root", e.applied_root()], 0,
+         lambda e: "nothing to revert: no try is pending", "try-revert-nothing"),
     # pivot
     Case("pivot", lambda e: ["quay.io/x/os@sha256:1", "-P", "--root", str(e.tmp)], 1,
          lambda e: "error: give an IMAGE or --from-etc-pullspec, not both", "pivot-both"),
