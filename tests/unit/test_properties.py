@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import string
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from mcd.model.dataurl import decode_data_url, encode_data_url
 from mcd.model.diff import diff_machine_configs, file_changes, unit_changes
 from mcd.model.errors import ConfigError
+from mcd.model.imagemode import argument_problem
 from mcd.model.machineconfig import MachineConfig, load_machine_config, machine_config_from_object
 from mcd.model.plan import Cost, make_plan
 from mcd.model.policy import NONE
@@ -106,8 +108,20 @@ machine_configs = st.builds(
                        "systemd": {"units": us}}}}
     ),
     files, units, st.lists(st.text(string.ascii_lowercase + "= ", max_size=10), max_size=3),
-    st.text(ONE_LINE, max_size=10),
+    # an image the gate admits (one starting with '-' or naming a transport is refused: below)
+    st.text(ONE_LINE, max_size=10).filter(lambda img: argument_problem(img) is None),
 )  # fmt: skip
+
+
+@SETTINGS
+@given(machine_configs, st.text(ONE_LINE, max_size=10))
+def test_an_image_the_gate_refuses_makes_any_plan_unreconcilable_naming_the_field(
+    cfg: MachineConfig, tail: str
+) -> None:
+    bad = dataclasses.replace(cfg, os_image_url="-" + tail)
+    plan = make_plan(cfg, bad)
+    assert not plan.reconcilable
+    assert "osImageURL: invalid image reference" in plan.reason
 
 
 @SETTINGS
