@@ -92,12 +92,14 @@ def honour(ctx: Context, current: Config) -> None:
 
 
 def _revert(ctx: Context, current: Config, state: trymode.TryState) -> None:
-    from mcd.agent.update import disruption_policies  # noqa: PLC0415
+    from mcd.agent.update import disruption_policies, start_drift_monitor  # noqa: PLC0415
 
     root = ctx.host.root
     previous_doc = trymode.previous_document(root)
     previous = load_machine_config(previous_doc)
     plan = make_plan(current.mc, previous, disruption_policies(ctx))
+    if ctx.drift.stop():  # the revert's own writes are no drift of the config on trial
+        ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
     try:
         with writer_lock(root, f"mcd start: revert the try of {state.config}", LOCK_WAIT):
             Transaction(
@@ -109,6 +111,7 @@ def _revert(ctx: Context, current: Config, state: trymode.TryState) -> None:
     reason = f"try of {state.config} not confirmed in time; reverted to {state.previous}"
     bootretry.give_up(root, state.config, reason)  # not applied again while desired says so
     trymode.clear(root)
+    start_drift_monitor(ctx, previous)  # watching the config the node is back on
     log.warning("%s", reason)
     ctx.events.record(Reason.TRY_REVERTED, reason)
     try:

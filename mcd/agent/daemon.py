@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypeVar
 
-from mcd.agent import progress, rebootstrap
+from mcd.agent import progress, rebootstrap, trymode
 from mcd.agent.boot import boot
 from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
@@ -229,10 +229,20 @@ class Agent:
                 if self._attempt(self._sync, self._newest_node(up.refresh)):
                     self.wakeups.settled()  # decided from the newest Node: nothing owed
                 self.first_sync_done = True
+            self._arm_try_deadline()
             if self.ctx.guard.deferred:
                 log.info("Update step ended; stopping as asked by SIGTERM")
                 self._signaled = True
                 self.stop.set()
+
+    def _arm_try_deadline(self) -> None:
+        """Wake at the deadline of a try on this node (kept on disk: an agent started again
+        wakes for it too), so that an unconfirmed try is reverted at its deadline."""
+        try:
+            state = trymode.load(self.ctx.host.root)
+        except trymode.TryError:  # the sync says so; nothing to time
+            state = None
+        self.wakeups.alarm(None if state is None else state.deadline)
 
     def _attempt(self, step: Callable[[T], None], arg: T) -> bool:
         """Run a step; a failure is reported on the node and retried later."""

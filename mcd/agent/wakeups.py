@@ -10,6 +10,8 @@ The worker wakes for:
   an update is not taken for a drift of the config the update brought);
 * a retry that falls due (backoff); a wake-up never cancels it, only a sync that succeeded
   from the newest Node does;
+* an alarm that falls due (:meth:`Wakeups.alarm`: the deadline of a try, so that its revert
+  lands at the deadline, not at the next resync); each deadline fires once;
 * the periodic resync, which also asks for the Node to be read afresh.
 """
 
@@ -64,6 +66,8 @@ class Wakeups:
         self._drift: str | None = None
         self._drift_epoch = 0
         self._retry_at: float | None = None
+        self._alarm_at: float | None = None
+        self._alarm_for: float | None = None
         self._resync_at = time.monotonic() + resync_interval
 
     def node(self, node: Obj, own_write: bool) -> None:
@@ -100,6 +104,16 @@ class Wakeups:
         with self._cond:
             self._retry_at = None
 
+    def alarm(self, at: float | None) -> None:
+        """Sync at ``at`` (seconds since the epoch; None: no alarm). Setting the deadline
+        already set (pending or spent) changes nothing: a deadline fires once."""
+        with self._cond:
+            if at == self._alarm_for:
+                return
+            self._alarm_for = at
+            self._alarm_at = None if at is None else time.monotonic() + (at - time.time())
+            self._cond.notify()
+
     def next(self, stop: threading.Event) -> Wakeup:
         """Block until there is something to do (or ``stop`` is set)."""
         refresh = False
@@ -111,10 +125,14 @@ class Wakeups:
                 if self._retry_at is not None and now >= self._retry_at:
                     self._retry_at = None  # only a retry that fires is spent
                     break
+                if self._alarm_at is not None and now >= self._alarm_at:
+                    self._alarm_at = None  # spent: the same deadline does not fire again
+                    break
                 if now >= self._resync_at:
                     refresh = True
                     break
-                wait = 1.0 if self._retry_at is None else min(1.0, self._retry_at - now)
+                due = [t for t in (self._retry_at, self._alarm_at) if t is not None]
+                wait = min([1.0, *(t - now for t in due)])
                 self._cond.wait(max(wait, 0.01))
             drift, self._drift = self._drift, None
             self._dirty = False

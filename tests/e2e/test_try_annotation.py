@@ -1,9 +1,10 @@
 """Try mode for the agent (issue 19): the Node annotation ``mcd-project.github.io/try`` makes
-the next rebootless update a try, reverted at the first sync after its deadline unless the
-annotation says ``confirmed``."""
+the next rebootless update a try, reverted at its deadline (the agent wakes for it, also
+after a restart) unless the annotation says ``confirmed``."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from mcd.agent.trymode import TRY_STATE
@@ -19,8 +20,10 @@ POLICY = "/etc/containers/policy.json"  # the default policy: a crio reload, no 
 CRIO = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 
 
-def started(make_node: NodeFactory, cluster: TestCluster) -> tuple[AgentNode, str]:
-    node = make_node(fake_systemd=True, extra_args=("--resync-interval", "1"))
+def started(
+    make_node: NodeFactory, cluster: TestCluster, resync: str = "1"
+) -> tuple[AgentNode, str]:
+    node = make_node(fake_systemd=True, extra_args=("--resync-interval", resync))
     crio = node.path("/usr/lib/systemd/system/crio.service")  # a vendor unit, as on RHCOS
     crio.parent.mkdir(parents=True, exist_ok=True)
     crio.write_text(CRIO)
@@ -73,3 +76,45 @@ def test_a_confirmed_try_stays(make_node: NodeFactory, kube_cluster: TestCluster
     assert node.state() == "Done" and node.current_on_disk() == new
     assert node.path(POLICY).read_text() == "two\n"
     assert not node.events("TryReverted")
+
+
+def deadline_of(node: AgentNode) -> float:
+    return float(json.loads(node.path(TRY_STATE).read_text())["deadline"])
+
+
+def reverted(node: AgentNode, old: str) -> bool:
+    return node.state() == "Degraded" and node.current_on_disk() == old
+
+
+# Slack for a loaded machine only: without a wake-up at the deadline, the revert would wait
+# for the next resync (an hour here) and never come within it.
+SLACK = 30.0
+
+
+def test_the_revert_lands_at_the_deadline_not_at_the_next_resync(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node, old = started(make_node, kube_cluster, resync="3600")
+    new = try_update(node, kube_cluster, "4s")
+    deadline = deadline_of(node)
+    node.wait_for(lambda: reverted(node, old), deadline - time.time() + SLACK, "the revert")
+    assert time.time() <= deadline + SLACK
+    assert node.path(POLICY).read_text() == "one\n"
+    assert node.reason() == f"try of {new} not confirmed in time; reverted to {old}"
+    assert node.events("TryReverted")
+
+
+def test_an_agent_started_again_wakes_at_the_kept_deadline(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node, old = started(make_node, kube_cluster, resync="3600")
+    try_update(node, kube_cluster, "8s")
+    deadline = deadline_of(node)
+    assert node.stop() == 0
+    assert node.path(POLICY).read_text() == "two\n"  # nothing reverted by stopping
+    node.start()
+    node.wait_ready()
+    node.wait_for(lambda: reverted(node, old), deadline - time.time() + SLACK, "the revert")
+    assert time.time() <= deadline + SLACK
+    assert node.path(POLICY).read_text() == "one\n"
+    assert not node.path(TRY_STATE).exists()

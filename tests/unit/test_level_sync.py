@@ -4,6 +4,7 @@ what a settled Node must say, and the reboot-owed record."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,30 @@ def test_own_writes_do_not_wake_and_a_wake_up_keeps_a_pending_retry() -> None:
     assert woke.wait(5)
     stop.set()
     t.join(5)
+
+
+def test_an_alarm_wakes_once_per_deadline_and_none_cancels_it() -> None:
+    stop = threading.Event()
+    w = Wakeups(Backoff(initial=60, maximum=60), resync_interval=3600)
+    w.node(node("1"), own_write=False)
+    w.next(stop)  # the first version
+    passed = time.time() - 1
+    w.alarm(passed)  # a deadline already passed wakes at once
+    assert w.next(stop).node is not None
+    results: list[object] = []
+
+    def worker() -> None:
+        results.append(w.next(stop))
+
+    w.alarm(passed)  # the deadline already spent: nothing is due
+    t = threading.Thread(target=worker, daemon=True)
+    t.start()
+    t.join(1.5)
+    assert t.is_alive() and not results
+    w.alarm(None)
+    w.alarm(time.time() + 0.2)  # a future deadline wakes the waiting worker
+    t.join(10)
+    assert results and not t.is_alive()
 
 
 @pytest.mark.parametrize(
