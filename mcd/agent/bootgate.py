@@ -1,9 +1,11 @@
 """The health gate of a reboot update, after the boot into the new deployment.
 
 The update's journal waits in ``awaiting-reboot`` until the node booted the staged
-deployment; then, before ``currentconfig`` is promoted, the gate runs. A failed gate rolls
-the node back the whole way: the previous files from the journal's backups, the OS to the
-previous deployment (``rpm-ostree rollback``), and a reboot into it. Every failed boot into a
+deployment (any new boot, for a reboot update without an OS change: the journal and its
+backups are kept through the reboot instead of ``currentconfig`` being promoted before it);
+then, before ``currentconfig`` is promoted, the gate runs. A failed gate rolls the node back
+the whole way: the previous files and units from the journal's backups, the OS to the
+previous deployment (``rpm-ostree rollback``) when it changed, and a reboot into them. Every failed boot into a
 config is counted in ``/etc/machine-config-daemon/health-gate-boots.json`` (one count per
 boot id, so a restarted agent does not count twice; a failed rebootless gate counts once
 too); once ``max_boots`` gates of one config failed, the update to it is refused (Degraded)
@@ -120,8 +122,12 @@ def finish_rollback(txn: Transaction) -> Outcome:
 
 
 def _previous_pending(txn: Transaction) -> bool:
-    rpm = txn.node.rpm
-    if rpm is None or not txn.entry.staged:
+    """Whether the rollback needs a boot to take effect: the OS went back to the previous
+    deployment, or (a reboot update without an OS change) the new files were booted with."""
+    rpm, entry = txn.node.rpm, txn.entry
+    if not entry.staged:
+        return entry.reboot and txn.node.boot_id() != entry.boot_id
+    if rpm is None:
         return False
     deployments = rpm.status().deployments
     return bool(deployments) and not deployments[0].booted

@@ -3,7 +3,8 @@
 An interrupted ``applying`` update rolls forward from its first step not done (every step is
 idempotent), one ``rolling-back`` finishes its rollback (a failed health gate's included: the
 files come back and the actions run again), one ``awaiting-reboot`` asks for the reboot again
-or, once the staged deployment booted, promotes ``currentconfig``.
+or, once the staged deployment booted (any boot, for a reboot update without an OS change),
+runs the health gate and promotes ``currentconfig`` (or rolls back: :mod:`mcd.agent.bootgate`).
 """
 
 from __future__ import annotations
@@ -55,15 +56,15 @@ def recover(
     if entry.phase is Phase.AWAITING_REBOOT:
         if node.boot_id() == entry.boot_id:
             return txn._reboot()  # the reboot never happened: ask again
-        booted = node.rpm.status().booted.checksum if node.rpm else ""
-        if booted != entry.staged:
+        booted = node.rpm.status().booted.checksum if node.rpm and entry.staged else ""
+        if booted != entry.staged:  # ('' for a reboot update without an OS change)
             log.warning(
                 "Booted deployment %s is not the staged %s for %s",
                 booted[:12], entry.staged[:12], goquote(new.name),
             )  # fmt: skip
             Journal(node.root).clear()
             return Outcome.BOOTED_OLD
-        if node.rpm is not None and new.kernel_arguments:
+        if node.rpm is not None and entry.staged and new.kernel_arguments:
             try:
                 node.rpm.check_kargs(new.kernel_arguments)
             except HostError as e:  # booted the right deployment with the wrong command line

@@ -259,7 +259,9 @@ class Transaction:
         if self.entry.reboot and not self.skip_reboot:
             # from here until the boot id changes, the reboot is owed (mcd.agent.owed)
             owed.owe(self.node.root, self.new.name, self.node.boot_id())
-        if self.entry.reboot and self.entry.staged:
+        if self.entry.reboot and (self.entry.staged or self._gated_after_boot()):
+            # the journal (backups, both configs) outlives the reboot: the boot's health
+            # gate promotes currentconfig, or rolls back from it (mcd.agent.bootgate)
             self.entry.phase = Phase.AWAITING_REBOOT
             self.journal.save(self.entry)
             failpoints.reach("awaiting-reboot")
@@ -268,6 +270,12 @@ class Transaction:
         if self.entry.reboot:
             return self._reboot(committed=True)
         return Outcome.DONE
+
+    def _gated_after_boot(self) -> bool:
+        """A reboot update without an OS change is gated after its boot too: only when the
+        reboot is really asked for and a gate is on."""
+        gate = self.gate
+        return not self.skip_reboot and gate is not None and gate.settings.enabled
 
     def _commit(self) -> None:
         imagemode.store_current(self.node.root, self.new_doc)  # currentconfig, currentimage

@@ -12,6 +12,7 @@ import time
 from click.testing import CliRunner
 
 from mcd.agent.bootgate import BOOTS_PATH
+from mcd.agent.journal import JOURNAL, NEW_DOC, OLD_DOC
 from mcd.cli import cli
 from mcd.model.health import GATE_ANNOTATION, REQUIRED_DIR
 from mcd.model.vocabulary import Annotation
@@ -91,3 +92,68 @@ def test_a_reboot_update_whose_gate_fails_rolls_back_the_os_and_stops_after_max_
     if node.sysroot is not None:  # OSTree itself: the default deployment is the old commit
         default = ostree_sysroot.deployments(node.sysroot)[0]
         assert default["container-image-reference"].endswith(IMAGE_A)
+
+
+# -- a reboot update without an OS change: the journal and its backups are kept through the
+#    reboot (currentconfig is promoted by the boot's gate), so the gate can roll it back too
+
+PASSING = "#!/bin/sh\necho 'uplink fine'\nexit 0\n"
+
+
+def test_a_file_only_reboot_update_whose_gate_fails_restores_the_files_and_stops(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    old = boot_on(node, kube_cluster)
+    kube_cluster.annotate(node.name, {GATE_ANNOTATION: "max_boots=2,settle=0"})
+    new = kube_cluster.name("rendered-worker-2")
+    check = file_entry(CHECK, SCRIPT, 0o755)  # a file that needs a reboot; the OS is unchanged
+    create_config(kube_cluster, worker(new, extra_files=[check]))
+    node.set_desired(new)
+    for boot in (1, 2):
+        node.wait_reboot(count=2 * boot - 1, timeout=60)  # into the new files
+        assert node.path(CHECK).exists()
+        assert node.current_on_disk() == old  # promoted only by the gate after the boot
+        assert node.path(JOURNAL).exists()
+        node.reboot()
+        node.wait_reboot(count=2 * boot, timeout=60)  # the gate failed: the old files, reboot
+        assert node.path(CHECK).exists() is False
+        assert node.current_on_disk() == old
+        assert not node.path(JOURNAL).exists()
+        metrics = node.metrics()
+        assert 'mcd_health_gate_rollbacks_total{kind="reboot"} 1.0' in metrics
+        node.reboot()
+        assert booted_image(node).endswith(IMAGE_A)
+    node.wait_state("Degraded", timeout=60)
+    assert node.annotations()[Annotation.REASON] == (
+        f"health gate failed 2 times after updates to {new}; not trying it again until "
+        "desiredConfig changes or the force file is set: check required.d/50-uplink failed: "
+        "exit status 1: checking uplink | no route to 10.0.0.1"
+    )
+    assert node.annotations()[Annotation.CURRENT_CONFIG] == old
+    time.sleep(2)
+    assert node.reboots_requested() == 4  # two boots into the broken files, no more
+    assert node.path(CHECK).exists() is False
+    assert len(node.events("HealthGateFailed")) == 2
+
+
+def test_a_file_only_reboot_update_whose_gate_passes_is_promoted_and_cleans_up(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node()
+    boot_on(node, kube_cluster)
+    kube_cluster.annotate(node.name, {GATE_ANNOTATION: "settle=0"})
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, extra_files=[file_entry(CHECK, PASSING, 0o755)]))
+    node.set_desired(new)
+    node.wait_reboot(count=1, timeout=60)
+    assert node.path(JOURNAL).exists() and node.path(OLD_DOC).exists()  # kept for a rollback
+    node.reboot()
+    node.wait_state("Done", new, timeout=60)
+    assert node.current_on_disk() == new
+    for kept in (JOURNAL, OLD_DOC, NEW_DOC):
+        assert not node.path(kept).exists()
+    assert node.path(CHECK).exists()
+    time.sleep(1)
+    assert node.reboots_requested() == 1
+    assert not node.events("HealthGateFailed")
