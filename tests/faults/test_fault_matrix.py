@@ -52,7 +52,7 @@ AGENT = USER_AGENT  # faults aimed at the agent's requests, not the test's own
 # SIGKILL points per update kind (see mcd/agent/failpoints.py and transaction.py)
 KILL_POINTS = {
     "rebootless": ["begin", "files:1", "files", "passwd", "actions", "commit"],
-    "reboot": ["begin", "files:1", "files", "actions", "commit", "reboot"],
+    "reboot": ["begin", "files:1", "files", "actions", "awaiting-reboot", "reboot"],
     "os": ["files", "os", "actions", "awaiting-reboot", "reboot"],
 }
 REDUCED_KILLS = {("rebootless", "files:1"), ("reboot", "reboot"), ("os", "os")}
