@@ -5,12 +5,12 @@ deployment (any new boot, for a reboot update without an OS change: the journal 
 backups are kept through the reboot instead of ``currentconfig`` being promoted before it);
 then, before ``currentconfig`` is promoted, the gate runs. A failed gate rolls the node back
 the whole way: the previous files and units from the journal's backups, the OS to the
-previous deployment (``rpm-ostree rollback``) when it changed, and a reboot into them. Every failed boot into a
-config is counted in ``/etc/machine-config-daemon/health-gate-boots.json`` (one count per
-boot id, so a restarted agent does not count twice; a failed rebootless gate counts once
-too); once ``max_boots`` gates of one config failed, the update to it is refused (Degraded)
-instead of tried again: no reboot loop. A new
-desired config starts a new count; the force file clears it.
+previous deployment (``rpm-ostree rollback``) when it changed, and a reboot into them.
+Every failed boot into a config is counted in
+``/etc/machine-config-daemon/health-gate-boots.json`` (one count per boot id, so a restarted
+agent does not count twice; a failed rebootless gate counts once too); once ``max_boots``
+gates of one config failed, the update to it is refused (Degraded) instead of tried again: no
+reboot loop. A new desired config starts a new count; the force file clears it.
 """
 
 from __future__ import annotations
