@@ -151,16 +151,21 @@ class FakeApiServer:
         return self
 
     def stop(self) -> None:
+        self._stop_serving()
+        self.cluster.stop()
+
+    def _stop_serving(self) -> None:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
         self._drop_all()
-        self.cluster.stop()
 
     def restart(self, compact: bool = True) -> None:
-        """Go away and come back on the same port; with ``compact`` old resourceVersions are gone."""
-        self.stop()
+        """Go away and come back on the same port; with ``compact`` old resourceVersions are gone.
+        The cluster goes on meanwhile: a pod evicted just before still finishes terminating (its
+        kubelet does not wait for the API server), so pending terminations are kept."""
+        self._stop_serving()
         if compact:
             self.store.compact()
         self.start()
