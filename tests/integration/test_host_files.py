@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,47 @@ def test_no_log_line_carries_file_contents(
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "Writing file" in text
     assert "TOKEN" not in text and "OS-MOTD-CONTENT" not in text
+
+
+def test_batch_cache_forgets_a_directory_the_batch_turned_into_a_symlink(tmp_path: Path) -> None:
+    """Within one batch (a transaction's files), parents are resolved once; a symlink the
+    batch itself makes in their place is followed at once, never the cached directory."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    root = Root(tmp_path)
+    with root.caching():
+        fsops.write_file(root, "/etc/d/f", b"before")
+        fsops.write_symlink(root, "/etc/d", "/elsewhere")
+        fsops.write_file(root, "/etc/d/f", b"after")
+    assert (tmp_path / "elsewhere/f").read_bytes() == b"after"
+    assert (tmp_path / "etc/d").is_symlink()
+
+
+def test_batch_cache_trusts_nothing_from_before_the_batch(tmp_path: Path) -> None:
+    """A directory replaced by a symlink escaping the root between two batches (or by
+    anyone but the batch) is seen by the next batch: it starts with nothing cached."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    root = Root(tmp_path)
+    with root.caching():
+        fsops.write_file(root, "/etc/d/f", b"x")
+    (tmp_path / "etc/d/f").unlink()
+    (tmp_path / "etc/d").rmdir()
+    (tmp_path / "etc/d").symlink_to("../../..")
+    with root.caching(), pytest.raises(PathEscapeError):
+        fsops.write_file(root, "/etc/d/f", b"y")
+
+
+def test_batch_cache_is_this_threads_alone(tmp_path: Path) -> None:
+    """Another thread's resolution inside a batch is never served from the batch's cache."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    root = Root(tmp_path)
+    seen: list[str] = []
+    with root.caching():
+        assert root.resolve("/etc/d/f") == "/etc/d/f"
+        (tmp_path / "etc/d").rmdir()  # not through fsops: only a fresh walk sees it
+        (tmp_path / "etc/d").symlink_to("/other")
+        worker = threading.Thread(target=lambda: seen.append(root.resolve("/etc/d/f")))
+        worker.start()
+        worker.join()
+    assert seen == ["/other/f"]
