@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
@@ -295,3 +297,69 @@ def test_batch_cache_is_this_threads_alone(tmp_path: Path) -> None:
         worker.start()
         worker.join()
     assert seen == ["/other/f"]
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["file", "link", "remove"]),
+        st.lists(_NAMES, min_size=1, max_size=3).map(lambda p: "/etc/" + "/".join(p)),
+        st.sampled_from(["/etc/a", "/etc/b/c", "../..", "/elsewhere", "c"]),
+    ),
+    max_size=12,
+)
+
+
+def _run_ops(root: Root, ops: list[tuple[str, str, str]]) -> list[str]:
+    outcomes = []
+    for op, path, target in ops:
+        try:
+            if op == "file":
+                fsops.write_file(root, path, path.encode())
+            elif op == "link":
+                fsops.write_symlink(root, path, target)
+            else:
+                fsops.remove(root, path)
+            outcomes.append("ok")
+        except (OSError, HostError) as e:
+            outcomes.append(type(e).__name__)
+    return outcomes
+
+
+def _tree(top: Path) -> dict[str, str]:
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(top))
+            found[rel] = (
+                f"-> {os.readlink(p)}"
+                if p.is_symlink()
+                else ("dir" if p.is_dir() else p.read_text())
+            )
+    return found
+
+
+@given(ops=_OPS)
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_cached_batch_writes_exactly_what_fresh_resolution_writes(
+    tmp_path: Path, ops: list[tuple[str, str, str]]
+) -> None:
+    """Any sequence of file, symlink and removal writes (symlinks that loop, climb out of the
+    root or replace directories among them) ends the same, with the same errors, whether
+    parents are resolved afresh for every write or once per batch."""
+    results = []
+    for cached in (False, True):
+        top = tmp_path / f"cached-{cached}-{len(list(tmp_path.iterdir()))}"
+        (top / "etc").mkdir(parents=True)
+        (top / "elsewhere").mkdir()
+        root = Root(top)
+        if cached:
+            with root.caching():
+                outcomes = _run_ops(root, ops)
+        else:
+            outcomes = _run_ops(root, ops)
+        results.append((outcomes, _tree(top)))
+    assert results[0] == results[1]
