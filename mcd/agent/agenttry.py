@@ -98,6 +98,8 @@ def _revert(ctx: Context, current: Config, state: trymode.TryState) -> None:
     previous_doc = trymode.previous_document(root)
     previous = load_machine_config(previous_doc)
     plan = make_plan(current.mc, previous, disruption_policies(ctx))
+    if ctx.drift.stop():  # as for every update: the revert's own writes are no drift
+        ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STOPPED, "Config Drift Monitor stopped")
     try:
         with writer_lock(root, f"mcd start: revert the try of {state.config}", LOCK_WAIT):
             Transaction(
