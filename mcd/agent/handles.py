@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 
 from mcd.agent import imagemode
@@ -19,6 +20,13 @@ from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
 log = logging.getLogger(__name__)
+
+_PARSED: dict[bytes, MachineConfig] = {}
+_PARSED_KEPT = 2
+_PARSED_LOCK = threading.Lock()
+"""The last documents parsed (current and desired): parsing is pure and a MachineConfig is
+frozen, so the same bytes give the same config; the next update's current is this one's
+desired."""
 
 OSTREE_BOOTED = "/run/ostree-booted"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -96,7 +104,7 @@ def current_config_on_disk(root: Root) -> tuple[MachineConfig, bytes] | None:
         raise StateError(f"unreadable state file {CURRENT_IMAGE_PATH}: {e}") from e
     data = embed(data, image)  # image mode: the node follows the image (currentimage)
     try:
-        return load_machine_config(data), data
+        return parse_config(data), data
     except ConfigError as e:
         raise StateError(
             f"corrupt state file {CURRENT_CONFIG_PATH}: {e}; {CURRENT_RECOVERY}"
@@ -114,3 +122,17 @@ def document_of(mc: MachineConfig, raw: bytes | None) -> bytes:
         "spec": {"config": {"ignition": {"version": "3.5.0"}}},
     }
     return json.dumps(doc).encode()
+
+
+def parse_config(document: bytes) -> MachineConfig:
+    """``load_machine_config`` of a config document, remembering the last two parsed (an
+    update parses its desired config; the next one reads the same bytes back as current)."""
+    with _PARSED_LOCK:
+        mc = _PARSED.get(document)
+    if mc is None:
+        mc = load_machine_config(document)  # a ConfigError is never remembered
+        with _PARSED_LOCK:
+            _PARSED[document] = mc
+            while len(_PARSED) > _PARSED_KEPT:
+                del _PARSED[next(iter(_PARSED))]
+    return mc

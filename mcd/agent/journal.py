@@ -9,6 +9,7 @@ instant finds the journal at its next start and finishes or rolls back.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -90,8 +91,14 @@ class Journal:
         return entry, docs[0], docs[1]
 
     def begin(self, entry: Entry, old_doc: bytes, new_doc: bytes) -> None:
-        fsops.write_file(self.root, OLD_DOC, old_doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
-        fsops.write_file(self.root, NEW_DOC, new_doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+        for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
+            fsops.write_file(
+                self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
+            )
+        # one fsync of their directory makes both documents durable before the journal
+        # that names them exists (recovery reads the journal first)
+        state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
+        fsops.fsync_dir(self.root.host(state_dir))
         self.save(entry)
         seal_state(self.root)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from mcd.agent import agenttry, bootgate, bootretry, health, imagemode, owed, progress
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
-from mcd.agent.handles import Node, current_config_on_disk, document_of
+from mcd.agent.handles import Node, current_config_on_disk, document_of, parse_config
 from mcd.agent.journal import StateError
 from mcd.agent.metrics import Metrics
 from mcd.agent.status import NodeStatus
@@ -37,7 +37,7 @@ from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
 from mcd.model.errors import ConfigError, PolicyError
-from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
+from mcd.model.machineconfig import MachineConfig, empty_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import DisruptionPolicies
 from mcd.model.text import goquote
@@ -107,7 +107,7 @@ def fetch_config(ctx: Context, name: str) -> Config:
         raise MissingConfig(name, str(e)) from e
     document = json.dumps(obj).encode()
     try:
-        return Config(load_machine_config(document), document, identity_of(obj))
+        return Config(parse_config(document), document, identity_of(obj))
     except ConfigError as e:
         raise SyncError(f"invalid MachineConfig {name}: {e}") from e
 

@@ -32,6 +32,18 @@ def write_files(
     bad entry fails the whole call with nothing on disk changed. Returns the
     number of files written.
     """
+    with root.caching():  # parents resolved once per batch, forgotten on any dir/link change
+        return _write_files(root, files, backups, accounts, skip_certificate_write, on_written)
+
+
+def _write_files(
+    root: Root,
+    files: Iterable[File],
+    backups: Backups,
+    accounts: Accounts | None,
+    skip_certificate_write: bool,
+    on_written: Callable[[int], None] | None,
+) -> int:
     accounts = accounts or Accounts(root)
     prepared: list[tuple[File, bytes, fsops.Ownership]] = []
     for file in files:

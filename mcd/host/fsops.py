@@ -64,10 +64,10 @@ def target_path(root: Root, node_path: str) -> str:
 def ensure_dir(root: Root, node_dir: str, mode: int = DIR_MODE) -> str:
     """``mkdir -p`` inside the root; created directories get exactly ``mode``."""
     resolved = root.resolve(node_dir, follow_last=True) if node_dir != "/" else "/"
-    return _make_dirs(root.host(resolved), node_dir, mode)
+    return _make_dirs(root, root.host(resolved), node_dir, mode)
 
 
-def _make_dirs(host_dir: str, node_dir: str, mode: int) -> str:
+def _make_dirs(root: Root, host_dir: str, node_dir: str, mode: int) -> str:
     """Create the missing tail of an already resolved directory path."""
     missing: list[str] = []
     probe = host_dir
@@ -76,6 +76,8 @@ def _make_dirs(host_dir: str, node_dir: str, mode: int) -> str:
             raise HostError(f"cannot create directory {node_dir}: {probe} exists and is not one")
         missing.append(probe)
         probe = os.path.dirname(probe)
+    if missing:
+        root.changed()
     for directory in reversed(missing):
         try:
             os.mkdir(directory, mode)
@@ -118,11 +120,18 @@ def write_file(
     mode: int = FILE_MODE,
     owner: Ownership = Ownership(),
     dir_mode: int = DIR_MODE,
+    *,
+    sync_dir: bool = True,
 ) -> None:
-    """Atomically replace ``node_path`` with ``data`` (owner and mode set before data)."""
+    """Atomically replace ``node_path`` with ``data`` (owner and mode set before data).
+
+    ``sync_dir=False`` leaves the directory's fsync to the caller (:func:`fsync_dir` once
+    for several files of one directory): the rename is not durable until then.
+    """
     host_path = target_path(root, node_path)
-    _make_dirs(os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
-    if os.path.isdir(host_path) and not os.path.islink(host_path):
+    _make_dirs(root, os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
+    was_link = os.path.islink(host_path)
+    if not was_link and os.path.isdir(host_path):
         raise HostError(f"cannot write file {node_path}: a directory is in the way")
 
     def fill(fd: int) -> None:
@@ -131,7 +140,11 @@ def write_file(
         os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
         _write_all(fd, data)
 
-    _replace(host_path, fill)
+    try:
+        _replace(host_path, fill, sync_dir=sync_dir)
+    finally:
+        if was_link:  # a symlink replaced by a file: paths under it lead elsewhere now
+            root.changed()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -142,7 +155,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _replace(
-    host_path: str, fill: Callable[[int], None], finish: Callable[[str], None] | None = None
+    host_path: str,
+    fill: Callable[[int], None],
+    finish: Callable[[str], None] | None = None,
+    *,
+    sync_dir: bool = True,
 ) -> None:
     """Fill a temp file next to ``host_path``, fsync it, rename it over, fsync the directory."""
     fd, temp = _open_temp(host_path)
@@ -158,7 +175,8 @@ def _replace(
     except BaseException:
         _remove_any(temp)
         raise
-    fsync_dir(os.path.dirname(host_path))
+    if sync_dir:
+        fsync_dir(os.path.dirname(host_path))
 
 
 def _or_keep(ident: int | None) -> int:
@@ -169,23 +187,29 @@ def write_symlink(root: Root, node_path: str, target: str) -> None:
     """Atomically make ``node_path`` a symlink to ``target`` (whatever was there is replaced)."""
     host_path = target_path(root, node_path)
     ensure_dir(root, os.path.dirname(node_path) or "/")
-    if os.path.isdir(host_path) and not os.path.islink(host_path):
-        shutil.rmtree(host_path)
-    temp = _temp_name(host_path)
-    _remove_any(temp)
-    os.symlink(target, temp)
     try:
-        os.rename(temp, host_path)
-    except BaseException:
+        if os.path.isdir(host_path) and not os.path.islink(host_path):
+            shutil.rmtree(host_path)
+        temp = _temp_name(host_path)
         _remove_any(temp)
-        raise
+        os.symlink(target, temp)
+        try:
+            os.rename(temp, host_path)
+        except BaseException:
+            _remove_any(temp)
+            raise
+    finally:
+        root.changed()  # a new symlink: paths through it lead elsewhere
     fsync_dir(os.path.dirname(host_path))
 
 
 def remove(root: Root, node_path: str) -> bool:
     """Remove a file, symlink or directory tree (``rm -rf``); False when nothing was there."""
     host_path = target_path(root, node_path)
-    existed = _remove_any(host_path)
+    try:
+        existed = _remove_any(host_path)
+    finally:
+        root.changed()  # a directory or symlink may be gone
     if existed:
         fsync_dir(os.path.dirname(host_path))
     return existed
@@ -227,6 +251,7 @@ def copy_preserving(root: Root, source: str, destination: str) -> None:
         raise HostError(f"cannot back up {source}: not a regular file or symlink")
     host_dest = target_path(root, destination)
     ensure_dir(root, os.path.dirname(destination))
+    was_link = os.path.islink(host_dest)
 
     def fill(fd: int) -> None:
         os.fchown(fd, st.st_uid, st.st_gid)
@@ -239,7 +264,11 @@ def copy_preserving(root: Root, source: str, destination: str) -> None:
     def keep_times(temp: str) -> None:
         os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
 
-    _replace(host_dest, fill, keep_times)
+    try:
+        _replace(host_dest, fill, keep_times)
+    finally:
+        if was_link:
+            root.changed()
 
 
 def _copy_xattrs(src: str, fd: int) -> None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from mcd.host.errors import PathEscapeError
 
@@ -23,14 +26,40 @@ class Root:
         self.path = os.path.abspath(os.fspath(path))
         self._prefix = "" if self.path == "/" else self.path
         self._parents: dict[str, str] | None = {} if cache else None
+        self._changes = 0
+        """Bumped by :meth:`changed`: a directory or symlink of this root was made or removed."""
+        self._scoped = threading.local()
 
     def snapshot(self) -> Root:
         """The same root, remembering resolved parent directories: for read-only scans.
 
-        Writers use the plain root, which resolves every path afresh, so a
+        Writers use the plain root, which resolves every path afresh (or, within
+        :meth:`caching`, forgets on every directory or symlink change), so a
         directory replaced by a symlink is never written through by mistake.
         """
         return Root(self.path, cache=True)
+
+    @contextmanager
+    def caching(self) -> Iterator[None]:
+        """Within this block, and in this thread only, remember resolved parent directories.
+
+        For one writer's batch (a transaction's files): the cache starts empty, so nothing
+        resolved before the block is trusted, and it is dropped whenever :meth:`changed` is
+        called (every directory or symlink :mod:`mcd.host.fsops` creates, replaces or
+        removes), so the batch never writes through a symlink it made itself.
+        """
+        if getattr(self._scoped, "parents", None) is not None:
+            yield  # already caching (a nested batch shares the outer one's cache)
+            return
+        self._scoped.parents, self._scoped.changes = {}, self._changes
+        try:
+            yield
+        finally:
+            self._scoped.parents = None
+
+    def changed(self) -> None:
+        """A directory or symlink of this root was created, replaced or removed."""
+        self._changes += 1
 
     def __repr__(self) -> str:
         return f"Root({self.path!r})"
@@ -54,13 +83,21 @@ class Root:
         return _join(parent, last)
 
     def _resolve_dir(self, node_dir: str) -> str:
-        if self._parents is None:
+        parents = self._parents if self._parents is not None else self._scoped_parents()
+        if parents is None:
             return self._walk("/", node_dir.split("/"))
-        cached = self._parents.get(node_dir)
+        cached = parents.get(node_dir)
         if cached is None:
             cached = self._walk("/", node_dir.split("/"))
-            self._parents[node_dir] = cached
+            parents[node_dir] = cached
         return cached
+
+    def _scoped_parents(self) -> dict[str, str] | None:
+        parents: dict[str, str] | None = getattr(self._scoped, "parents", None)
+        if parents is not None and self._scoped.changes != self._changes:
+            parents.clear()  # something was made or removed since: resolve afresh
+            self._scoped.changes = self._changes
+        return parents
 
     def _walk(self, start: str, parts: list[str]) -> str:
         current, hops, via = start, 0, ""

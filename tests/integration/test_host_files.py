@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcd.host import fsops
 from mcd.host.effects import HostEffects
@@ -250,3 +253,113 @@ def test_no_log_line_carries_file_contents(
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "Writing file" in text
     assert "TOKEN" not in text and "OS-MOTD-CONTENT" not in text
+
+
+def test_batch_cache_forgets_a_directory_the_batch_turned_into_a_symlink(tmp_path: Path) -> None:
+    """Within one batch (a transaction's files), parents are resolved once; a symlink the
+    batch itself makes in their place is followed at once, never the cached directory."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    root = Root(tmp_path)
+    with root.caching():
+        fsops.write_file(root, "/etc/d/f", b"before")
+        fsops.write_symlink(root, "/etc/d", "/elsewhere")
+        fsops.write_file(root, "/etc/d/f", b"after")
+    assert (tmp_path / "elsewhere/f").read_bytes() == b"after"
+    assert (tmp_path / "etc/d").is_symlink()
+
+
+def test_batch_cache_trusts_nothing_from_before_the_batch(tmp_path: Path) -> None:
+    """A directory replaced by a symlink escaping the root between two batches (or by
+    anyone but the batch) is seen by the next batch: it starts with nothing cached."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    root = Root(tmp_path)
+    with root.caching():
+        fsops.write_file(root, "/etc/d/f", b"x")
+    (tmp_path / "etc/d/f").unlink()
+    (tmp_path / "etc/d").rmdir()
+    (tmp_path / "etc/d").symlink_to("../../..")
+    with root.caching(), pytest.raises(PathEscapeError):
+        fsops.write_file(root, "/etc/d/f", b"y")
+
+
+def test_batch_cache_is_this_threads_alone(tmp_path: Path) -> None:
+    """Another thread's resolution inside a batch is never served from the batch's cache."""
+    (tmp_path / "etc/d").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    root = Root(tmp_path)
+    seen: list[str] = []
+    with root.caching():
+        assert root.resolve("/etc/d/f") == "/etc/d/f"
+        (tmp_path / "etc/d").rmdir()  # not through fsops: only a fresh walk sees it
+        (tmp_path / "etc/d").symlink_to("/other")
+        worker = threading.Thread(target=lambda: seen.append(root.resolve("/etc/d/f")))
+        worker.start()
+        worker.join()
+    assert seen == ["/other/f"]
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["file", "link", "remove"]),
+        st.lists(_NAMES, min_size=1, max_size=3).map(lambda p: "/etc/" + "/".join(p)),
+        st.sampled_from(["/etc/a", "/etc/b/c", "../..", "/elsewhere", "c"]),
+    ),
+    max_size=12,
+)
+
+
+def _run_ops(root: Root, ops: list[tuple[str, str, str]]) -> list[str]:
+    outcomes = []
+    for op, path, target in ops:
+        try:
+            if op == "file":
+                fsops.write_file(root, path, path.encode())
+            elif op == "link":
+                fsops.write_symlink(root, path, target)
+            else:
+                fsops.remove(root, path)
+            outcomes.append("ok")
+        except (OSError, HostError) as e:
+            outcomes.append(type(e).__name__)
+    return outcomes
+
+
+def _tree(top: Path) -> dict[str, str]:
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(top))
+            found[rel] = (
+                f"-> {os.readlink(p)}"
+                if p.is_symlink()
+                else ("dir" if p.is_dir() else p.read_text())
+            )
+    return found
+
+
+@given(ops=_OPS)
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_cached_batch_writes_exactly_what_fresh_resolution_writes(
+    tmp_path: Path, ops: list[tuple[str, str, str]]
+) -> None:
+    """Any sequence of file, symlink and removal writes (symlinks that loop, climb out of the
+    root or replace directories among them) ends the same, with the same errors, whether
+    parents are resolved afresh for every write or once per batch."""
+    results = []
+    for cached in (False, True):
+        top = tmp_path / f"cached-{cached}-{len(list(tmp_path.iterdir()))}"
+        (top / "etc").mkdir(parents=True)
+        (top / "elsewhere").mkdir()
+        root = Root(top)
+        if cached:
+            with root.caching():
+                outcomes = _run_ops(root, ops)
+        else:
+            outcomes = _run_ops(root, ops)
+        results.append((outcomes, _tree(top)))
+    assert results[0] == results[1]
