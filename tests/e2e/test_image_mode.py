@@ -174,3 +174,64 @@ def test_bootstrap_pivot_goes_to_the_current_image_of_node_annotations(
     assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
     assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
     assert node.reboots_requested() == 1
+
+
+OCL_IMAGE_2 = OCL_IMAGE.replace("c" * 64, "d" * 64)
+
+
+def blocked_image_update(node: AgentNode, cluster: TestCluster) -> tuple[str, str]:
+    """An image-mode update (new config + desiredImage) whose drain a budget blocks."""
+    boot_on(node, cluster)
+    ns = cluster.namespace()
+    cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = cluster.name("rendered-worker-2")
+    create_config(cluster, worker(new, app="threads=8\n"))
+    cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
+    return ns, new
+
+
+def rebases(node: AgentNode) -> list[list[str]]:
+    return [c["argv"] for c in node.rpm()["calls"] if c["argv"][0] == "rebase"]
+
+
+def test_desired_image_changed_during_the_drain_rebases_to_the_new_image_once(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    ns, new = blocked_image_update(node, kube_cluster)
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: OCL_IMAGE_2})  # a new build
+    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    assert rebases(node) == [
+        ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE_2}"]
+    ]
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE_2
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE_2
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE_2}"
+    assert node.reboots_requested() == 1
+
+
+def test_desired_image_removed_during_the_drain_writes_the_config_without_a_rebase(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    ns, new = blocked_image_update(node, kube_cluster)
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: None})  # layering turned off
+    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    assert rebases(node) == []  # the config's osImageURL is the one booted
+    assert node.path(APP_CONF).read_text() == "threads=8\n"
+    node.reboot()
+    node.wait_state("Done", new)
+    assert Annotation.CURRENT_IMAGE not in node.annotations()
+    assert not node.path(CURRENT_IMAGE_PATH).exists()
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_A}"
+    assert node.reboots_requested() == 1
