@@ -235,3 +235,34 @@ def test_desired_image_removed_during_the_drain_writes_the_config_without_a_reba
     assert not node.path(CURRENT_IMAGE_PATH).exists()
     assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_A}"
     assert node.reboots_requested() == 1
+
+
+def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_installed(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream verifyExtensionPackages (OCPBUGS-65645): after the reboot, before the update
+    is marked done, every extension's packages answer ``rpm -q`` in the booted deployment."""
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, extensions=["kerberos", "usbguard"]))
+    node.set_desired(new)
+    node.wait_reboot()
+    assert ["update", "--install", "krb5-workstation", "--install", "libkadm5", "--install",
+            "usbguard"] in [c["argv"] for c in node.rpm()["calls"]]  # fmt: skip
+    state = node.rpm()
+    state["rpmdb_missing"] = ["libkadm5"]  # staged, yet not in the booted rpm database
+    rpm_ostree.save(node.rpm_state, state)
+    node.reboot()
+    node.wait_state("Degraded", timeout=30)
+    assert node.reason() == (
+        'extension package verification failed: extension "kerberos" verification failed: '
+        "no valid package set is fully installed. Tried 1 package set(s), missing packages "
+        "per set: [[libkadm5]]"
+    )
+    assert node.annotations()[Annotation.CURRENT_CONFIG] != new  # not marked done
+    state = node.rpm()
+    state["rpmdb_missing"] = []
+    rpm_ostree.save(node.rpm_state, state)
+    node.wait_state("Done", new, timeout=60)
+    assert node.reboots_requested() == 1
