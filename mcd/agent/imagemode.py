@@ -97,7 +97,8 @@ def _apply(rpm: RpmOstree, plan: UpdatePlan) -> None:
             log.info("Rebasing to the image %s (image mode)", new.ocl_image)
         elif old.ocl_image:
             log.info("Leaving image mode: rebasing to osImageURL %s", new.os_image_url)
-        rpm.rebase(new.os_image_url)
+        # upstream updateLayeredOS asks rpm-ostree even for the booted image (the force file)
+        rpm.rebase(new.os_image_url, even_if_booted=bool(new.ocl_image))
     if d.kargs:
         rpm.update_kargs(old.kernel_arguments, new.kernel_arguments)
     if new.ocl_image:

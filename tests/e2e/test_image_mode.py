@@ -266,3 +266,38 @@ def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_inst
     rpm_ostree.save(node.rpm_state, state)
     node.wait_state("Done", new, timeout=60)
     assert node.reboots_requested() == 1
+
+
+def test_force_file_on_a_layered_node_rebases_to_its_image_again_and_repairs_drift(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream: the force file skips validation and makes the OS an update
+    (``osUpdate = oldOCLImage != newOCLImage || force``): a layered node is rebased to
+    its image again (not to the config's osImageURL), its files rewritten, and rebooted."""
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    kube_cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_reboot()
+    node.reboot()
+    node.wait_state("Done", new)
+    to_image = ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE}"]
+    assert rebases(node) == [to_image]
+
+    node.path(APP_CONF).write_text("threads=1\n")  # a hot-fix: drift
+    node.wait_state("Degraded", timeout=10)
+    assert "content mismatch for file" in node.reason()
+    node.path("/run/machine-config-daemon-force").write_text("")
+    node.wait_reboot(2, timeout=30)
+    assert rebases(node) == [to_image, to_image]  # the image again, never IMAGE_A
+    assert node.path(APP_CONF).read_text() == "threads=8\n"
+    assert not node.path("/run/machine-config-daemon-force").exists()  # consumed
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
+    assert node.reboots_requested() == 2
