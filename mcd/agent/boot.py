@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
-from mcd.agent import bootretry, health, owed, progress
+from mcd.agent import bootretry, health, imagemode, owed, progress
 from mcd.agent.bootstrap import (
     bootstrap_pivot,
     finish_bootstrap,
@@ -34,6 +34,7 @@ from mcd.agent.resume import recover
 from mcd.agent.transaction import Outcome, UpdateError
 from mcd.agent.update import (
     AGENT_LOCK_WAIT,
+    Config,
     Context,
     SyncError,
     before_reboot,
@@ -47,8 +48,10 @@ from mcd.agent.update import (
 from mcd.cluster.api import Obj
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.host.errors import HostError
 from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
+from mcd.host.osrelease import read_os_release
 from mcd.host.sealing import seal_state
 from mcd.host.systemd import SystemdError
 from mcd.host.validation import unexpected_state
@@ -119,6 +122,7 @@ def boot(ctx: Context, node: Obj) -> None:
     log.info("Validated on-disk state")
     finish_bootstrap(ctx)
     if current.name == desired and current.mc.ocl_image == desired_image(annotations):
+        _verify_extensions(ctx, current)
         if outcome is Outcome.DONE:
             log.info("Completing update to target MachineConfig: %s", desired)
         else:
@@ -130,6 +134,22 @@ def boot(ctx: Context, node: Obj) -> None:
         f"Booting node {ctx.node_name}, currentConfig {current.name}, desiredConfig {desired}",
     )
     trigger_update(ctx, node, current, desired)
+
+
+def _verify_extensions(ctx: Context, current: Config) -> None:
+    """Upstream ``updateConfigAndState`` on a CoreOS EL node: the extensions' packages are
+    installed in the deployment that booted before the update is marked done."""
+    host = ctx.host
+    if not (host.ostree and host.rpm is not None and current.mc.extensions):
+        return
+    try:
+        if not read_os_release(host.root).is_el:
+            return
+        problem = imagemode.verify_installed(host.root, current.mc)
+    except HostError as e:
+        problem = str(e)
+    if problem:
+        raise SyncError(f"extension package verification failed: {problem}")
 
 
 def reboot_again(ctx: Context, record: owed.Owed) -> None:

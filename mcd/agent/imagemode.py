@@ -32,10 +32,16 @@ from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RpmOstree, RpmOstreeError
 from mcd.host.sealing import STATE_FILE_MODE
 from mcd.model import imagemode
-from mcd.model.extensions import extension_packages, package_changes
+from mcd.model.extensions import (
+    extension_packages,
+    not_installed,
+    package_changes,
+    package_sets,
+)
 from mcd.model.imagemode import CURRENT_IMAGE_PATH
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.plan import UpdatePlan
+from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 
 log = logging.getLogger(__name__)
@@ -91,7 +97,8 @@ def _apply(rpm: RpmOstree, plan: UpdatePlan) -> None:
             log.info("Rebasing to the image %s (image mode)", new.ocl_image)
         elif old.ocl_image:
             log.info("Leaving image mode: rebasing to osImageURL %s", new.os_image_url)
-        rpm.rebase(new.os_image_url)
+        # upstream updateLayeredOS asks rpm-ostree even for the booted image (the force file)
+        rpm.rebase(new.os_image_url, even_if_booted=bool(new.ocl_image))
     if d.kargs:
         rpm.update_kargs(old.kernel_arguments, new.kernel_arguments)
     if new.ocl_image:
@@ -122,6 +129,32 @@ def verify_staged(rpm: RpmOstree, wanted: Sequence[str]) -> None:
             "the following extension packages are missing from the staged deployment: "
             f"[{' '.join(missing)}]"
         )
+
+
+def verify_installed(root: Root, mc: MachineConfig) -> str:
+    """Upstream ``verifyExtensionPackages`` (OCPBUGS-65645), at boot in the desired config:
+    each extension's packages are installed in the booted deployment (``rpm -q``; one
+    valid package set per extension, the legacy set counts). '' when they are, else
+    upstream's Degraded reason."""
+    if not mc.extensions:
+        return ""
+    log.info("Verifying extension packages are installed for config %s", mc.name)
+    for extension in mc.extensions:
+        sets = package_sets(extension)
+        if not sets:
+            return f"extension {goquote(extension)} has no valid package sets defined"
+        missing_per_set: list[list[str]] = []
+        for packages in sets:
+            missing = [p for p in packages if not extensions.installed(root, p)]
+            if not missing:
+                log.info("Extension %s verified with package set: [%s]", goquote(extension),
+                         " ".join(packages))  # fmt: skip
+                break
+            missing_per_set.append(missing)
+        else:
+            return not_installed(extension, missing_per_set)
+    log.info("Successfully verified all extension packages are installed")
+    return ""
 
 
 def store_current(root: Root, document: bytes) -> None:

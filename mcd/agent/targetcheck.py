@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.node import annotations_of
+from mcd.model.text import goquote
 from mcd.model.vocabulary import Annotation
 
 if TYPE_CHECKING:
@@ -23,14 +24,20 @@ def identity_of(obj: Obj) -> tuple[str, str]:
     return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
 
 
+def _shown(image: str) -> str:
+    return goquote(image) if image else "nothing"  # not yet gated: quoted, one line
+
+
 RECHECK_INTERVAL = 2.0
-"""Seconds between two looks at desiredConfig and the MachineConfig while a drain waits."""
+"""Seconds between two looks at desiredConfig, desiredImage and the MachineConfig while a
+drain waits."""
 
 
 class TargetCheck:
-    """Is the drain's target still wanted? ``desiredConfig`` read afresh, and the
-    MachineConfig's (uid, resourceVersion) compared with what was planned; and no drift
-    reported by the monitor since (a drift stops the update, unless forced)."""
+    """Is the drain's target still wanted? ``desiredConfig`` and ``desiredImage`` (image
+    mode) read afresh, and the MachineConfig's (uid, resourceVersion) compared with what was
+    planned; and no drift reported by the monitor since (a drift stops the update, unless
+    forced)."""
 
     def __init__(
         self, ctx: Context, desired: Config, force: bool, interval: float = RECHECK_INTERVAL
@@ -50,9 +57,16 @@ class TargetCheck:
         self._last = time.monotonic()
         name = self.desired.name
         try:
-            wanted = annotations_of(self.ctx.writer.get()).get(Annotation.DESIRED_CONFIG, "")
+            annotations = annotations_of(self.ctx.writer.get())
+            wanted = annotations.get(Annotation.DESIRED_CONFIG, "")
             if wanted != name:
                 return f"desiredConfig changed from {name} to {wanted or 'nothing'}"
+            image, planned = (
+                annotations.get(Annotation.DESIRED_IMAGE, ""),
+                self.desired.mc.ocl_image,
+            )
+            if image != planned:  # image mode: the rebase target is the image, not osImageURL
+                return f"desiredImage changed from {_shown(planned)} to {_shown(image)}"
             identity = identity_of(get_machine_config(self.ctx.kube, name))
         except MachineConfigNotFound:
             return f"MachineConfig {name} was deleted"

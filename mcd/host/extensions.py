@@ -38,6 +38,7 @@ from mcd.host.pullsecret import KUBELET_AUTH_FILE
 from mcd.host.rootfs import Root
 from mcd.host.rpmostree import RETRY_ENV, Retry
 from mcd.host.runner import CommandError, Runner
+from mcd.model.text import goquote
 
 log = logging.getLogger(__name__)
 
@@ -191,3 +192,24 @@ def repository(root: Root, image: str, podman: Podman | None = None) -> Iterator
 def _detail(e: Exception) -> str:
     text = str(e)
     return text.removeprefix("error running ")
+
+
+def installed(root: Root, package: str, runner: Runner | None = None) -> bool:
+    """Upstream ``execRpmQuery``: ``rpm -q`` in the booted root; exit 1 is "not installed",
+    anything else a failure to query."""
+    argv = ["rpm", "-q", package]
+    if root.path != "/" and root.exists("/usr/bin/rpm"):
+        argv = ["chroot", root.path, *argv]
+    try:
+        result = (runner or Runner()).run(argv, check=False)
+    except CommandError as e:
+        raise HostError(f"failed to query RPM database for package {goquote(package)}: {e}") from e
+    if result.returncode == 0:
+        return True
+    if result.returncode == 1:
+        return False
+    output = (result.stdout + result.stderr).strip()
+    raise HostError(
+        f"failed to query RPM database for package {goquote(package)}: "
+        f"exit status {result.returncode}: {output}"
+    )

@@ -189,9 +189,11 @@ class RpmOstree:
         except (OSError, HostError):
             return ""
 
-    def rebase(self, image: str) -> bool:
-        """Stage ``image``; False when the booted deployment already is that image."""
-        if self.booted_image() == image:
+    def rebase(self, image: str, *, even_if_booted: bool = False) -> bool:
+        """Stage ``image``; False when the booted deployment already is that image (unless
+        ``even_if_booted``: upstream's layered path always asks rpm-ostree, which pulls the
+        reference afresh)."""
+        if not even_if_booted and self.booted_image() == image:
             log.info("Already in desired image %s", image)
             return False
         self.initialize()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mcd.model.text import goquote
+
 EXTENSION_PACKAGES: dict[str, tuple[str, ...]] = {
     "two-node-ha": ("pacemaker", "pcs", "fence-agents-all"),
     "wasm": ("crun-wasm",),
@@ -14,6 +16,10 @@ EXTENSION_PACKAGES: dict[str, tuple[str, ...]] = {
     "sandboxed-containers": ("kata-containers",),
     "sysstat": ("sysstat",),
 }
+LEGACY_EXTENSION_PACKAGES: dict[str, tuple[str, ...]] = {
+    "ipsec": ("NetworkManager-libreswan", "libreswan"),  # <= 4.x releases
+}
+"""Upstream ``LegacyExtensionPackages``: a booted OS older than the agent may carry these."""
 MANAGED_PACKAGES = frozenset(p for packages in EXTENSION_PACKAGES.values() for p in packages)
 
 
@@ -30,3 +36,26 @@ def package_changes(
     install = [p for p in required if p not in have]
     uninstall = sorted(p for p in have if p in MANAGED_PACKAGES and p not in required)
     return install, uninstall
+
+
+def package_sets(extension: str) -> list[tuple[str, ...]]:
+    """Upstream ``GetAllValidPackageSetsForExtension``: the current set, then the legacy one;
+    an extension counts as installed when every package of one set is."""
+    return [
+        packages
+        for packages in (
+            EXTENSION_PACKAGES.get(extension),
+            LEGACY_EXTENSION_PACKAGES.get(extension),
+        )
+        if packages
+    ]
+
+
+def not_installed(extension: str, missing_per_set: list[list[str]]) -> str:
+    """Upstream ``verifyExtensionPackages``' failure, Go's ``%q`` and ``%v`` included."""
+    shown = "[" + " ".join("[" + " ".join(m) + "]" for m in missing_per_set) + "]"
+    return (
+        f"extension {goquote(extension)} verification failed: no valid package set is fully "
+        f"installed. Tried {len(missing_per_set)} package set(s), missing packages per set: "
+        f"{shown}"
+    )

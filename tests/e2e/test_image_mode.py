@@ -174,3 +174,130 @@ def test_bootstrap_pivot_goes_to_the_current_image_of_node_annotations(
     assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
     assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
     assert node.reboots_requested() == 1
+
+
+OCL_IMAGE_2 = OCL_IMAGE.replace("c" * 64, "d" * 64)
+
+
+def blocked_image_update(node: AgentNode, cluster: TestCluster) -> tuple[str, str]:
+    """An image-mode update (new config + desiredImage) whose drain a budget blocks."""
+    boot_on(node, cluster)
+    ns = cluster.namespace()
+    cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
+    cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
+    new = cluster.name("rendered-worker-2")
+    create_config(cluster, worker(new, app="threads=8\n"))
+    cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
+    return ns, new
+
+
+def rebases(node: AgentNode) -> list[list[str]]:
+    return [c["argv"] for c in node.rpm()["calls"] if c["argv"][0] == "rebase"]
+
+
+def test_desired_image_changed_during_the_drain_rebases_to_the_new_image_once(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    ns, new = blocked_image_update(node, kube_cluster)
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: OCL_IMAGE_2})  # a new build
+    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    assert rebases(node) == [
+        ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE_2}"]
+    ]
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE_2
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE_2
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE_2}"
+    assert node.reboots_requested() == 1
+
+
+def test_desired_image_removed_during_the_drain_writes_the_config_without_a_rebase(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    ns, new = blocked_image_update(node, kube_cluster)
+    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: None})  # layering turned off
+    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
+    kube_cluster.set_min_available(ns, "db-pdb", 0)
+    node.wait_reboot(timeout=30)
+    assert rebases(node) == []  # the config's osImageURL is the one booted
+    assert node.path(APP_CONF).read_text() == "threads=8\n"
+    node.reboot()
+    node.wait_state("Done", new)
+    assert Annotation.CURRENT_IMAGE not in node.annotations()
+    assert not node.path(CURRENT_IMAGE_PATH).exists()
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{IMAGE_A}"
+    assert node.reboots_requested() == 1
+
+
+def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_installed(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream verifyExtensionPackages (OCPBUGS-65645): after the reboot, before the update
+    is marked done, every extension's packages answer ``rpm -q`` in the booted deployment."""
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, extensions=["kerberos", "usbguard"]))
+    node.set_desired(new)
+    node.wait_reboot()
+    assert ["update", "--install", "krb5-workstation", "--install", "libkadm5", "--install",
+            "usbguard"] in [c["argv"] for c in node.rpm()["calls"]]  # fmt: skip
+    state = node.rpm()
+    state["rpmdb_missing"] = ["libkadm5"]  # staged, yet not in the booted rpm database
+    rpm_ostree.save(node.rpm_state, state)
+    node.reboot()
+    node.wait_state("Degraded", timeout=30)
+    assert node.reason() == (
+        'extension package verification failed: extension "kerberos" verification failed: '
+        "no valid package set is fully installed. Tried 1 package set(s), missing packages "
+        "per set: [[libkadm5]]"
+    )
+    assert node.annotations()[Annotation.CURRENT_CONFIG] != new  # not marked done
+    state = node.rpm()
+    state["rpmdb_missing"] = []
+    rpm_ostree.save(node.rpm_state, state)
+    node.wait_state("Done", new, timeout=60)
+    assert node.reboots_requested() == 1
+
+
+def test_force_file_on_a_layered_node_rebases_to_its_image_again_and_repairs_drift(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream: the force file skips validation and makes the OS an update
+    (``osUpdate = oldOCLImage != newOCLImage || force``): a layered node is rebased to
+    its image again (not to the config's osImageURL), its files rewritten, and rebooted."""
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = kube_cluster.name("rendered-worker-2")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    kube_cluster.annotate(
+        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
+    )
+    node.wait_reboot()
+    node.reboot()
+    node.wait_state("Done", new)
+    to_image = ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE}"]
+    assert rebases(node) == [to_image]
+
+    node.path(APP_CONF).write_text("threads=1\n")  # a hot-fix: drift
+    node.wait_state("Degraded", timeout=10)
+    assert "content mismatch for file" in node.reason()
+    node.path("/run/machine-config-daemon-force").write_text("")
+    node.wait_reboot(2, timeout=30)
+    assert rebases(node) == [to_image, to_image]  # the image again, never IMAGE_A
+    assert node.path(APP_CONF).read_text() == "threads=8\n"
+    assert not node.path("/run/machine-config-daemon-force").exists()  # consumed
+    node.reboot()
+    node.wait_state("Done", new)
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
+    assert node.reboots_requested() == 2

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.model import gate
+from mcd.model.extensions import not_installed, package_sets
 from mcd.model.imagemode import (
     OCL_OS_IMAGE_URL,
     ORIGINAL_OS_IMAGE_URL,
@@ -108,3 +109,16 @@ def test_the_gate_refuses_an_extensions_image_with_a_transport_or_an_option() ->
         'spec.osImageURL: invalid image reference "docker://quay.io/os": has its own transport '
         '"docker://"; give a registry pullspec'
     ]
+
+
+def test_extension_package_sets_accept_upstreams_legacy_ipsec_set_and_word_a_miss() -> None:
+    assert package_sets("ipsec") == [
+        ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec"),
+        ("NetworkManager-libreswan", "libreswan"),
+    ]
+    assert package_sets("usbguard") == [("usbguard",)]
+    assert package_sets("no-such") == []
+    assert not_installed("ipsec", [["openvswitch3.5-ipsec"], ["libreswan"]]) == (
+        'extension "ipsec" verification failed: no valid package set is fully installed. '
+        "Tried 2 package set(s), missing packages per set: [[openvswitch3.5-ipsec] [libreswan]]"
+    )
