@@ -46,6 +46,8 @@ from mcd.agent.http import StatusServer
 from mcd.agent.level import settle
 from mcd.agent.metrics import Metrics
 from mcd.agent.once import node_for
+from mcd.agent.ownership import take_node
+from mcd.agent.sidewatch import LoginReporter, poll_kubelet
 from mcd.agent.status import NodeStatus
 from mcd.agent.transaction import UpdateError
 from mcd.agent.update import (
@@ -69,8 +71,7 @@ from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
 from mcd.host.errors import HostError
 from mcd.host.journal import notify
-from mcd.host.kubelet import DEFAULT_ENDPOINT, KubeletUnhealthy, check_kubelet
-from mcd.host.logins import Login, LoginMonitor
+from mcd.host.kubelet import DEFAULT_ENDPOINT
 from mcd.host.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.systemd import SystemdError
@@ -78,7 +79,6 @@ from mcd.model.errors import ConfigError
 from mcd.model.serviceca import is_x509_error
 from mcd.model.vocabulary import (
     FORCE_FILE,
-    SSH_ACCESSED,
     Annotation,
     drain_request,
     uncordon_request,
@@ -162,8 +162,9 @@ class Agent:
         self._signaled = False
         self._x509_error = ""
         self._threads: dict[str, threading.Thread] = {}
-        self._ssh_marked = False
-        self.logins = LoginMonitor.for_root(root, self._on_login) if options.login_monitor else None
+        self.logins = (
+            LoginReporter(root, self.metrics, self.ctx.writer) if options.login_monitor else None
+        )
 
     # -- inputs, from other threads ------------------------------------------------------
 
@@ -178,26 +179,6 @@ class Agent:
 
     def _on_drift(self, reason: str) -> None:
         self.wakeups.drift(reason, self.ctx.drift.epoch)
-
-    def _on_login(self, login: Login) -> None:
-        """Count every session; annotate the Node once per boot (upstream's wording)."""
-        self.metrics.ssh_accesses.inc()
-        log.info("Detected a new login session: %s", login.message)
-        if self._ssh_marked:
-            return
-        log.info("Login access is discouraged! Applying annotation: %s", Annotation.SSH)
-        try:
-            self.ctx.writer.set_annotations({Annotation.SSH: SSH_ACCESSED})
-            self._ssh_marked = True
-        except ApiError as e:  # tried again at the next login
-            log.warning("cannot apply annotation for SSH access due to: %s", e)
-
-    def _watch_logins(self) -> None:
-        assert self.logins is not None
-        try:
-            self.logins.run(self.stop)
-        except OSError as e:  # an unreadable journal: say so once, keep the agent
-            log.warning("Login monitor stopped: cannot read the journal: %s", e)
 
     def _drain_blocked(self, reason: str) -> None:
         self.ctx.status.progress(reason)
@@ -355,20 +336,6 @@ class Agent:
             return "boot checks not done"
         return ""
 
-    def _poll_kubelet(self) -> None:
-        failures = 0
-        while not self.stop.wait(self.options.kubelet_interval):
-            try:
-                check_kubelet(self.options.kubelet_healthz_endpoint)
-                failures = 0
-            except KubeletUnhealthy as e:
-                failures += 1
-                log.warning(
-                    "Got an error from auxiliary tools: kubelet health check has failed %d "
-                    "times: %s", failures, e,
-                )  # fmt: skip
-            self.metrics.kubelet_state.set(failures)
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
@@ -396,37 +363,13 @@ class Agent:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGINT, self._on_sigterm)
-        if not self._take_node():
+        if not take_node(self.agent_lock, self.lease, self.stop, self.options.node_name):
             return 0  # stopped while another agent held the node
         try:
             return self._run_holding_lease()
         finally:
             self.lease.release()
             self.agent_lock.release()
-
-    def _take_node(self) -> bool:
-        """The host's agent lock, then the node's Lease; False when stopped while waiting."""
-        told = False
-        while not self.stop.is_set():
-            try:
-                alone = self.agent_lock.try_hold(f"mcd start --node-name {self.options.node_name}")
-            except HostError as e:
-                log.warning("%s; relying on the Lease alone", e)
-                return self.lease.acquire(self.stop, self._say)
-            if alone:
-                return self.lease.acquire(self.stop, self._say, predecessor_dead=True)
-            if not told:
-                self._say(
-                    f"node {self.options.node_name} is managed by another agent on this host "
-                    f"({self.agent_lock.holder() or 'unknown'}); waiting until it stops"
-                )
-                told = True
-            self.stop.wait(1.0)
-        return False
-
-    @staticmethod
-    def _say(line: str) -> None:
-        log.warning("%s", line)
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
@@ -448,9 +391,14 @@ class Agent:
         self._start("worker", self._work)
         self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
         if self.options.kubelet_healthz_enabled:
-            self._start("kubelet-health", self._poll_kubelet)
-        if self.logins is not None:
-            threading.Thread(target=self._watch_logins, name="logins", daemon=True).start()
+            self._start("kubelet-health", lambda: poll_kubelet(
+                self.options.kubelet_healthz_endpoint, self.options.kubelet_interval,
+                self.metrics, self.stop,
+            ))  # fmt: skip
+        if self.logins is not None and self.logins.monitor is not None:
+            logins = self.logins
+            threading.Thread(target=lambda: logins.run(self.stop), name="logins",
+                             daemon=True).start()  # fmt: skip
         announced = False
         while not self.stop.wait(0.2):
             if not announced and not self.readyz():
