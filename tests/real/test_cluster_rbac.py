@@ -26,12 +26,24 @@ def agent(kube_cluster: TestCluster) -> Kube:
     return Kube(load_client(str(kube_cluster.agent_kubeconfig)))
 
 
+# rules limited by resourceNames: asked about the one object they grant
+NAMED = {"machineconfigurations": "cluster"}
+
+
+def namespace_for(resource: str) -> str:
+    """Where the agent uses ``resource``: Nodes have none; its Leases live in its own
+    namespace (POD_NAMESPACE, where daemonset/02-rbac.yaml's Role grants them); the rest in
+    ``default`` (Events, and the e2e pods it drains)."""
+    return {"nodes": "", "leases": "mcd"}.get(resource, "default")
+
+
 def allowed(kube: Kube, group: str, resource: str, verb: str) -> bool:
     name, _, sub = resource.partition("/")
     review = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body={
         "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {"group": group, "resource": name, "subresource": sub,
-                                        "verb": verb, "namespace": "" if name == "nodes" else "default"}},
+                                        "name": NAMED.get(name, ""),
+                                        "verb": verb, "namespace": namespace_for(name)}},
     })  # fmt: skip
     return bool(review["status"].get("allowed"))
 
