@@ -11,7 +11,7 @@ Threads, each doing one thing:
   wake-up, always decided from the newest Node the agent knows (its own last
   write or a later watch event, never an older one). A sync is level-triggered:
   an update when one is due, else the Node corrected to what the node is
-  (:mod:`mcd.agent.level`). A failed sync marks the node ``Degraded`` (or
+  (:mod:`mcd.agent.nodesync`). A failed sync marks the node ``Degraded`` (or
   ``Unreconcilable``) and is retried with backoff from 1 s to 60 s; the drift
   monitor, a created MachineConfig or the force file wake it at once, and no
   wake-up cancels a pending retry;
@@ -43,29 +43,20 @@ from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.http import StatusServer
-from mcd.agent.level import settle
 from mcd.agent.metrics import Metrics
+from mcd.agent.nodesync import sync_node
 from mcd.agent.once import node_for
 from mcd.agent.ownership import take_node
 from mcd.agent.sidewatch import LoginReporter, poll_kubelet
 from mcd.agent.status import NodeStatus
 from mcd.agent.transaction import UpdateError
-from mcd.agent.update import (
-    Context,
-    MissingConfig,
-    Retarget,
-    SyncError,
-    Unreconcilable,
-    current_config,
-    trigger_update,
-    wants_update,
-)
+from mcd.agent.update import Context, MissingConfig, Retarget, SyncError, Unreconcilable
 from mcd.agent.wakeups import Wakeups
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
 from mcd.cluster.events import EventRecorder, Reason
-from mcd.cluster.node import NodeWriter, annotations_of
+from mcd.cluster.node import NodeWriter
 from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
@@ -77,12 +68,6 @@ from mcd.host.rootfs import Root
 from mcd.host.systemd import SystemdError
 from mcd.model.errors import ConfigError
 from mcd.model.serviceca import is_x509_error
-from mcd.model.vocabulary import (
-    FORCE_FILE,
-    Annotation,
-    drain_request,
-    uncordon_request,
-)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -251,27 +236,7 @@ class Agent:
             boot(ctx, node)
             self.booting = False
             return
-        annotations = annotations_of(node)
-        wanted_drain = annotations.get(Annotation.DESIRED_DRAIN, "")
-        target = annotations.get(Annotation.DESIRED_CONFIG, "")
-        if (
-            self.options.drain_mode == "controller"
-            and wanted_drain in (drain_request(target), uncordon_request(target))
-            and wanted_drain != annotations.get(Annotation.LAST_APPLIED_DRAIN, "")
-        ):  # a request for a target no longer wanted is not waited for: it is replaced
-            log.info(
-                "A previously requested drain has not yet completed. Waiting for "
-                "machine-config-controller to finish draining node."
-            )
-            return
-        current = current_config(ctx, node)
-        desired = wants_update(
-            node, current.name, ctx.host.root.exists(FORCE_FILE), current.mc.ocl_image
-        )
-        if desired:
-            trigger_update(ctx, node, current, desired)
-        else:
-            settle(ctx, node, current)
+        sync_node(ctx, node, controller_drains=self.options.drain_mode == "controller")
 
     def _report_drift(self, found: tuple[str, int]) -> None:
         reason, epoch = found
