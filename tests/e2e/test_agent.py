@@ -17,48 +17,12 @@ from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, PULL_SECRET, worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import IMAGE_B, AgentNode, create_config, free_port
+from tests.e2e.harness import IMAGE_B, create_config, free_port
+from tests.e2e.scenarios import blocked_update, boot_on, release_and_reboot, update_to
 from tests.fakes import rpm_ostree
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_login_monitor import needs_journald, write_logins
-
-
-def boot_on(
-    node: AgentNode, cluster: TestCluster, base: str = "rendered-worker-1", **kw: object
-) -> str:
-    """Provision the node with a config, point the annotations at it, start the agent, wait Done."""
-    name = cluster.name(base)
-    doc = worker(name, **kw)  # type: ignore[arg-type]
-    create_config(cluster, doc)
-    node.provision(doc)
-    cluster.annotate(
-        node.name,
-        {
-            Annotation.CURRENT_CONFIG: name,
-            Annotation.DESIRED_CONFIG: name,
-            Annotation.STATE: "Done",
-        },
-    )
-    node.start()
-    node.wait_ready()
-    node.wait_state("Done", name)
-    assert node.events("NodeDone")
-    return name
-
-
-def blocked_update(node: AgentNode, cluster: TestCluster) -> tuple[str, str]:
-    """Boot the node, then start a reboot-needing update whose drain a budget blocks;
-    returns (namespace, new config) once the node's reason names the budget."""
-    boot_on(node, cluster)
-    ns = cluster.namespace()
-    cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
-    cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
-    new = cluster.name("rendered-worker-2")
-    create_config(cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
-    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
-    return ns, new
 
 
 def test_rebootless_update_of_pull_secret_and_ssh_key(
@@ -91,9 +55,7 @@ def test_file_change_needing_reboot_drains_reboots_and_completes(
     boot_on(node, kube_cluster)
     ns = kube_cluster.namespace()
     kube_cluster.pod(ns, "web-0", node.name)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, app="threads=8\n")
     node.wait_reboot()
     assert node.state() == "Working"
     assert node.annotations()[Annotation.POST_CONFIG_ACTION] == "Rebooting"
@@ -115,9 +77,7 @@ def test_os_pivot_and_kernel_arguments_reboot_into_the_new_deployment(
 ) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, image=IMAGE_B, kargs=["nosmt", "mitigations=auto"]))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, image=IMAGE_B, kargs=["nosmt", "mitigations=auto"])
     node.wait_reboot()
     assert node.current_on_disk() != new  # promoted only once the new deployment boots
     node.reboot()
@@ -232,8 +192,7 @@ def test_drain_blocked_by_a_budget_names_pod_and_budget_then_completes(
     assert f"{ns}/db-0" in reason and f"PodDisruptionBudget {ns}/db-pdb" in reason
     assert node.state() == "Working"
     assert node.reboots_requested() == 0
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    release_and_reboot(node, kube_cluster, ns)
     node.reboot()
     node.wait_state("Done", new)
     assert node.reason() == ""
@@ -245,8 +204,7 @@ def test_api_server_restarts_in_the_middle_of_an_update(
     node = make_node()
     ns, new = blocked_update(node, kube_cluster)
     fake_api.restart(compact=True)  # watches cut, history compacted (410 on resume)
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    release_and_reboot(node, kube_cluster, ns)
     fake_api.stop()  # the API server is away while the node reboots
     node.reboot()
     time.sleep(1.5)
@@ -289,8 +247,7 @@ def test_sigterm_during_an_update_waits_for_the_update_step(
     node.wait_for(lambda: bool(node.events("GotSigtermDuringUpdate")), 10, "GotSigtermDuringUpdate")
     time.sleep(0.5)
     assert node.running  # deferred
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    release_and_reboot(node, kube_cluster, ns)
     node.wait_for(lambda: not node.running, 15, "the agent to stop after the update step")
     assert node.proc.returncode == 0
     assert node.events("AddSigtermProtection") and node.events("RemoveSigtermProtection")
@@ -301,9 +258,7 @@ def test_booting_the_old_deployment_retries_the_update(
 ) -> None:
     node = make_node()
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, image=IMAGE_B))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, image=IMAGE_B)
     node.wait_reboot()
     state = node.rpm()  # ostree-finalize-staged failed: the staged deployment is gone
     state["deployments"] = [d for d in state["deployments"] if not d["staged"]]

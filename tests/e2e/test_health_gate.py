@@ -17,10 +17,9 @@ from mcd.cli import cli
 from mcd.model.health import GATE_ANNOTATION, REQUIRED_DIR
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
-from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import IMAGE_A, IMAGE_B, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode
+from tests.e2e.scenarios import boot_on, update_to
 from tests.fakes import ostree_sysroot
 from tests.fakes.kubecluster import TestCluster
 
@@ -34,16 +33,31 @@ def booted_image(node: object) -> str:
     return str(next(d for d in rpm["deployments"] if d["booted"])["container-image-reference"])
 
 
+def gated_update(
+    node: AgentNode, cluster: TestCluster, gate: str, script: str, image: str = IMAGE_A
+) -> tuple[str, str]:
+    """Boot the node, give it the health gate settings ``gate``, then update it to a config
+    on OS ``image`` that ships ``script`` as the required check; returns (old, new)."""
+    old = boot_on(node, cluster)
+    cluster.annotate(node.name, {GATE_ANNOTATION: gate})
+    new = update_to(node, cluster, image=image, extra_files=[file_entry(CHECK, script, 0o755)])
+    return old, new
+
+
+def gave_up(new: str) -> str:
+    """The reason of a node whose gate failed ``max_boots=2`` times for ``new``."""
+    return (
+        f"health gate failed 2 times after updates to {new}; not trying it again until "
+        "desiredConfig changes or the force file is set: check required.d/50-uplink failed: "
+        "exit status 1: checking uplink | no route to 10.0.0.1"
+    )
+
+
 def test_a_reboot_update_whose_gate_fails_rolls_back_the_os_and_stops_after_max_boots(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    old = boot_on(node, kube_cluster)
-    kube_cluster.annotate(node.name, {GATE_ANNOTATION: "max_boots=2,settle=0"})
-    new = kube_cluster.name("rendered-worker-2")
-    check = file_entry(CHECK, SCRIPT, 0o755)
-    create_config(kube_cluster, worker(new, image=IMAGE_B, extra_files=[check]))
-    node.set_desired(new)
+    old, new = gated_update(node, kube_cluster, "max_boots=2,settle=0", SCRIPT, image=IMAGE_B)
     for boot in (1, 2):
         node.wait_reboot(count=2 * boot - 1, timeout=60)  # into the new deployment
         node.reboot()
@@ -58,11 +72,7 @@ def test_a_reboot_update_whose_gate_fails_rolls_back_the_os_and_stops_after_max_
         assert booted_image(node).endswith(IMAGE_A)
     node.wait_state("Degraded", timeout=60)
     reason = node.annotations()[Annotation.REASON]
-    assert reason == (
-        f"health gate failed 2 times after updates to {new}; not trying it again until "
-        "desiredConfig changes or the force file is set: check required.d/50-uplink failed: "
-        "exit status 1: checking uplink | no route to 10.0.0.1"
-    )
+    assert reason == gave_up(new)
     assert node.annotations()[Annotation.CURRENT_CONFIG] == old
     time.sleep(2)
     assert node.reboots_requested() == 4  # two boots into the broken config, no more
@@ -104,12 +114,8 @@ def test_a_file_only_reboot_update_whose_gate_fails_restores_the_files_and_stops
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    old = boot_on(node, kube_cluster)
-    kube_cluster.annotate(node.name, {GATE_ANNOTATION: "max_boots=2,settle=0"})
-    new = kube_cluster.name("rendered-worker-2")
-    check = file_entry(CHECK, SCRIPT, 0o755)  # a file that needs a reboot; the OS is unchanged
-    create_config(kube_cluster, worker(new, extra_files=[check]))
-    node.set_desired(new)
+    # the check is a file that needs a reboot; the OS is unchanged
+    old, new = gated_update(node, kube_cluster, "max_boots=2,settle=0", SCRIPT)
     for boot in (1, 2):
         node.wait_reboot(count=2 * boot - 1, timeout=60)  # into the new files
         assert node.path(CHECK).exists()
@@ -125,11 +131,7 @@ def test_a_file_only_reboot_update_whose_gate_fails_restores_the_files_and_stops
         node.reboot()
         assert booted_image(node).endswith(IMAGE_A)
     node.wait_state("Degraded", timeout=60)
-    assert node.annotations()[Annotation.REASON] == (
-        f"health gate failed 2 times after updates to {new}; not trying it again until "
-        "desiredConfig changes or the force file is set: check required.d/50-uplink failed: "
-        "exit status 1: checking uplink | no route to 10.0.0.1"
-    )
+    assert node.annotations()[Annotation.REASON] == gave_up(new)
     assert node.annotations()[Annotation.CURRENT_CONFIG] == old
     time.sleep(2)
     assert node.reboots_requested() == 4  # two boots into the broken files, no more
@@ -141,11 +143,7 @@ def test_a_file_only_reboot_update_whose_gate_passes_is_promoted_and_cleans_up(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    boot_on(node, kube_cluster)
-    kube_cluster.annotate(node.name, {GATE_ANNOTATION: "settle=0"})
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, extra_files=[file_entry(CHECK, PASSING, 0o755)]))
-    node.set_desired(new)
+    _old, new = gated_update(node, kube_cluster, "settle=0", PASSING)
     node.wait_reboot(count=1, timeout=60)
     assert node.path(JOURNAL).exists() and node.path(OLD_DOC).exists()  # kept for a rollback
     node.reboot()

@@ -18,7 +18,7 @@ from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, AgentNode, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import blocked_update, boot_on, release_and_reboot, update_to
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 
@@ -44,11 +44,7 @@ def test_desired_image_rebases_reports_current_image_and_reverts(
 ) -> None:
     node = make_node(fake_systemd=True)
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    kube_cluster.annotate(
-        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
-    )
+    new = update_to(node, kube_cluster, desired_image=OCL_IMAGE, app="threads=8\n")
     node.wait_reboot()
     calls = [c["argv"] for c in node.rpm()["calls"]]
     assert ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE}"] in calls
@@ -125,11 +121,7 @@ def test_an_image_that_cannot_be_pulled_rolls_back_and_is_retried(
     state["fail"]["rebase"] = f"error: reading manifest in {OCL_IMAGE}: manifest unknown"
     state["fail_times"]["rebase"] = 10_000
     rpm_ostree.save(node.rpm_state, state)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    kube_cluster.annotate(
-        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
-    )
+    new = update_to(node, kube_cluster, desired_image=OCL_IMAGE, app="threads=8\n")
     node.wait_state("Degraded", timeout=60)
     assert node.reason().startswith(f"failed to update OS to {OCL_IMAGE} after retries: ")
     assert node.path(APP_CONF).read_text() == "threads=4\n"  # the files step rolled back
@@ -179,19 +171,15 @@ def test_bootstrap_pivot_goes_to_the_current_image_of_node_annotations(
 OCL_IMAGE_2 = OCL_IMAGE.replace("c" * 64, "d" * 64)
 
 
-def blocked_image_update(node: AgentNode, cluster: TestCluster) -> tuple[str, str]:
-    """An image-mode update (new config + desiredImage) whose drain a budget blocks."""
-    boot_on(node, cluster)
-    ns = cluster.namespace()
-    cluster.pod(ns, "db-0", node.name, labels={"app": "db"})
-    cluster.pdb(ns, "db-pdb", {"app": "db"}, min_available=1)
-    new = cluster.name("rendered-worker-2")
-    create_config(cluster, worker(new, app="threads=8\n"))
-    cluster.annotate(
-        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
-    )
-    node.wait_for(lambda: "db-pdb" in node.reason(), 15, "a reason naming the budget")
-    return ns, new
+def retarget_during_the_drain(node: AgentNode, cluster: TestCluster, image: str | None) -> str:
+    """An image-mode update (new config + desiredImage) whose drain a budget blocks; while
+    it waits, desiredImage becomes ``image`` (removed: None); then the budget lets the drain
+    go on. Returns the new config once its reboot is asked for."""
+    ns, new = blocked_update(node, cluster, desired_image=OCL_IMAGE)
+    cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: image})
+    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
+    release_and_reboot(node, cluster, ns)
+    return new
 
 
 def rebases(node: AgentNode) -> list[list[str]]:
@@ -202,11 +190,7 @@ def test_desired_image_changed_during_the_drain_rebases_to_the_new_image_once(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node(fake_systemd=True)
-    ns, new = blocked_image_update(node, kube_cluster)
-    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: OCL_IMAGE_2})  # a new build
-    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    new = retarget_during_the_drain(node, kube_cluster, OCL_IMAGE_2)  # a new build
     assert rebases(node) == [
         ["rebase", "--experimental", f"ostree-unverified-registry:{OCL_IMAGE_2}"]
     ]
@@ -222,11 +206,7 @@ def test_desired_image_removed_during_the_drain_writes_the_config_without_a_reba
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node(fake_systemd=True)
-    ns, new = blocked_image_update(node, kube_cluster)
-    kube_cluster.annotate(node.name, {Annotation.DESIRED_IMAGE: None})  # layering turned off
-    node.wait_for(lambda: "desiredImage changed from" in node.log(), 15, "the retarget seen")
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    new = retarget_during_the_drain(node, kube_cluster, None)  # layering turned off
     assert rebases(node) == []  # the config's osImageURL is the one booted
     assert node.path(APP_CONF).read_text() == "threads=8\n"
     node.reboot()
@@ -244,9 +224,7 @@ def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_inst
     is marked done, every extension's packages answer ``rpm -q`` in the booted deployment."""
     node = make_node(fake_systemd=True)
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, extensions=["kerberos", "usbguard"]))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, extensions=["kerberos", "usbguard"])
     node.wait_reboot()
     assert ["update", "--install", "krb5-workstation", "--install", "libkadm5", "--install",
             "usbguard"] in [c["argv"] for c in node.rpm()["calls"]]  # fmt: skip
@@ -276,11 +254,7 @@ def test_force_file_on_a_layered_node_rebases_to_its_image_again_and_repairs_dri
     its image again (not to the config's osImageURL), its files rewritten, and rebooted."""
     node = make_node(fake_systemd=True)
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    kube_cluster.annotate(
-        node.name, {Annotation.DESIRED_CONFIG: new, Annotation.DESIRED_IMAGE: OCL_IMAGE}
-    )
+    new = update_to(node, kube_cluster, desired_image=OCL_IMAGE, app="threads=8\n")
     node.wait_reboot()
     node.reboot()
     node.wait_state("Done", new)

@@ -20,7 +20,7 @@ from mcd.cluster.api import USER_AGENT
 from mcd.model.serviceca import LAST_OBSERVED_SERVER_CA
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on
 from tests.e2e.test_service_ca import (
     CC_PATH,
     CM_PATH,
@@ -73,6 +73,17 @@ def deferred_rotation(node: AgentNode, cluster: TestCluster) -> Path:
     return kubelet_kc
 
 
+def node_watch_fails(cluster: TestCluster, message: str) -> None:
+    """The node watch is cut; when it comes back, the agent's next list of Nodes meets a 500
+    saying ``message``."""
+    fake = cluster.fake
+    assert fake is not None
+    fake.fail_next(
+        1, 500, lambda m, p: m == "GET" and p == "/api/v1/nodes", USER_AGENT, message=message
+    )
+    fake.drop_watches()
+
+
 def test_an_x509_error_after_a_deferred_restart_rebootstraps_the_kubelet_and_exits_255(
     make_node: NodeFactory,
     kube_cluster: TestCluster,
@@ -80,12 +91,7 @@ def test_an_x509_error_after_a_deferred_restart_rebootstraps_the_kubelet_and_exi
 ) -> None:
     node = make_node(fake_systemd=True)
     kubelet_kc = deferred_rotation(node, kube_cluster)
-    fake = kube_cluster.fake
-    assert fake is not None
-    fake.fail_next(
-        1, 500, lambda m, p: m == "GET" and p == "/api/v1/nodes", USER_AGENT, message=X509
-    )
-    fake.drop_watches()  # the node watch comes back and meets the error
+    node_watch_fails(kube_cluster, X509)
     node.wait_for(lambda: "RestartUnit" in restart_jobs(node), 20, "the kubelet restarted")
     assert not kubelet_kc.exists()  # removed before the restart: the kubelet bootstraps anew
     assert node.running  # upstream waits for the kubelet's new kubeconfig
@@ -110,10 +116,7 @@ def test_a_sigterm_leaves_the_deferred_restart_for_later_and_other_errors_change
 ) -> None:
     node = make_node(fake_systemd=True)
     kubelet_kc = deferred_rotation(node, kube_cluster)
-    fake = kube_cluster.fake
-    assert fake is not None
-    fake.fail_next(1, 500, lambda m, p: m == "GET" and p == "/api/v1/nodes", USER_AGENT)
-    fake.drop_watches()
+    node_watch_fails(kube_cluster, "injected fault")
     node.wait_for(lambda: "injected fault" in node.log(), 20, "the watch error")
     assert node.running and restart_jobs(node) == []  # no x509: upstream only logs it
     assert node.stop(signal.SIGTERM) == 0

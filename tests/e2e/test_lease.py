@@ -13,7 +13,7 @@ from mcd.cluster.api import USER_AGENT
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode, create_config, free_port
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 

@@ -5,7 +5,6 @@ them (``reportMachineNodeDegradeStatus`` from ``update()`` and ``updateDegradedS
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from mcd.cluster.api import ApiError
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on, wait_served
 from tests.e2e.test_machineconfignode import MCN, record_status_writes
 from tests.e2e.test_own_node_admission import present
 from tests.e2e.test_service_ca import CRD_PATH
@@ -94,14 +93,7 @@ def machine_configuration(kube_cluster: TestCluster, tmp_path: Path) -> Iterator
     try:
         applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", "-f", str(MC_CRD))
         assert applied.returncode == 0, applied.stderr
-        deadline = time.monotonic() + 60
-        while True:  # discovery catches up with the new kind
-            try:
-                kube_cluster.kube.request("GET", MACHINE_CONFIGURATIONS)
-                break
-            except ApiError:
-                assert time.monotonic() < deadline, "MachineConfiguration CRD never served"
-                time.sleep(0.2)
+        wait_served(kube_cluster.kube, MACHINE_CONFIGURATIONS, "MachineConfiguration CRD")
         yield
     finally:
         with contextlib.suppress(ApiError):

@@ -21,7 +21,7 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode, create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on
 from tests.fakes.kubecluster import TestCluster, eventually
 from tests.integration.test_kubectl import kubectl
 

@@ -15,7 +15,7 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import create_config
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 

@@ -13,7 +13,13 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import create_config
-from tests.e2e.test_agent import blocked_update, boot_on
+from tests.e2e.scenarios import (
+    blocked_update,
+    boot_on,
+    release_and_no_reboot,
+    release_and_reboot,
+    update_to,
+)
 from tests.fakes.kubecluster import TestCluster
 
 
@@ -33,9 +39,7 @@ def test_desired_reverted_during_a_blocked_drain_uncordons_and_never_reboots(
     node.wait_for(lambda: not cordoned(node.node()), 10, "the node uncordoned")
     assert CORDONED_BY not in node.annotations()
     assert node.reason() == ""
-    kube_cluster.set_min_available(ns, "db-pdb", 0)  # the budget releases: nothing happens
-    time.sleep(3)
-    assert node.reboots_requested() == 0
+    release_and_no_reboot(node, kube_cluster, ns)  # the budget releases: nothing happens
     assert node.path(APP_CONF).read_text() == "threads=4\n"
     assert node.current_on_disk() == old
     assert node.state() == "Done"
@@ -54,8 +58,7 @@ def test_flapping_b_a_c_during_a_blocked_drain_reboots_once_into_c(
     node.set_desired(c)
     node.wait_for(lambda: "db-pdb" in node.reason() and node.state() == "Working", 15,
                   "the drain for C blocked")  # fmt: skip
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    release_and_reboot(node, kube_cluster, ns)
     node.reboot()
     node.wait_state("Done", c)
     assert node.path(APP_CONF).read_text() == "threads=16\n"
@@ -74,8 +77,7 @@ def test_machineconfig_replaced_during_the_drain_writes_the_new_content(
         body=worker(new, app="threads=32\n"),
     )  # fmt: skip
     time.sleep(3)  # the agent notices while it waits
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    node.wait_reboot(timeout=30)
+    release_and_reboot(node, kube_cluster, ns)
     assert node.path(APP_CONF).read_text() == "threads=32\n"  # before: the fetched threads=8
     node.reboot()
     node.wait_state("Done", new)
@@ -95,10 +97,8 @@ def test_hot_fix_during_a_blocked_drain_stops_the_update_until_restored(
         f'unexpected on-disk state validating against {old}: content mismatch for file "{APP_CONF}"'
     )
     node.wait_for(lambda: not cordoned(node.node()), 10, "the node uncordoned")
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    time.sleep(3)
+    release_and_no_reboot(node, kube_cluster, ns)
     assert conf.read_text() == "hot-fix\n"  # before: overwritten without a word
-    assert node.reboots_requested() == 0
     assert node.events("PreflightConfigDriftCheckFailed")
     conf.write_text("threads=4\n")  # restored: the update goes on by itself
     node.wait_reboot(timeout=30)
@@ -116,9 +116,7 @@ def test_drifted_unit_the_update_does_not_touch_is_never_reported_done(
     unit.write_text(unit.read_text() + "# hand edit\n")
     node.wait_state("Degraded", timeout=10)
     assert 'content mismatch for file "/etc/systemd/system/app.service"' in node.reason()
-    kube_cluster.set_min_available(ns, "db-pdb", 0)
-    time.sleep(3)
-    assert node.reboots_requested() == 0
+    release_and_no_reboot(node, kube_cluster, ns)
     assert node.state() == "Degraded"
     assert unit.read_text().endswith("# hand edit\n")
 
@@ -168,9 +166,7 @@ def test_controller_mode_withdraws_its_drain_request_when_desired_is_reverted(
     echo.start()
     try:
         old = boot_on(node, kube_cluster)
-        new = kube_cluster.name("rendered-worker-2")
-        create_config(kube_cluster, worker(new, app="threads=8\n"))
-        node.set_desired(new)
+        new = update_to(node, kube_cluster, app="threads=8\n")
         node.wait_for(lambda: node.annotations().get(Annotation.DESIRED_DRAIN) == f"drain-{new}",
                       15, "the drain request")  # fmt: skip
         node.set_desired(old)

@@ -13,7 +13,8 @@ from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
-from tests.e2e.test_agent import _tree, boot_on
+from tests.e2e.scenarios import boot_on, update_to
+from tests.e2e.test_agent import _tree
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
@@ -29,9 +30,7 @@ def test_single_node_cluster_reboots_without_draining(
     boot_on(node, kube_cluster)
     ns = kube_cluster.namespace()
     kube_cluster.pod(ns, "web-0", node.name)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, app="threads=8\n")
     node.wait_reboot()
     assert not node.node().get("spec", {}).get("unschedulable")
     assert "web-0" in kube_cluster.pods_on(node.name)  # nothing evicted
@@ -46,9 +45,7 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
 ) -> None:
     node = make_node()
     old = boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, image=IMAGE_B))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, image=IMAGE_B)
     for attempt in range(1, 5):  # the first boot and MAX_RETRIES (3) retries
         node.wait_reboot(count=attempt)
         state = node.rpm()  # ostree-finalize-staged fails every time
@@ -81,9 +78,7 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     )
     node = make_node(fake_systemd=True)  # reads the calls the D-Bus test service recorded
     boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, app="threads=8\n")
     node.wait_state("Done", new)
     assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
     assert node.reboots_requested() == 0
@@ -144,9 +139,7 @@ def test_first_update_after_install_is_planned_against_the_install_config(
     assert not node.path(INITIAL_ANNOTATIONS).exists()
     assert json.loads(node.path(INITIAL_ANNOTATIONS_BAK).read_text()) == initial
     assert _messages(node, "ConfigDriftMonitorStarted")  # drift watched from the first boot
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, secret='{"auths":{}}'))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, secret='{"auths":{}}')
     node.wait_state("Done", new)
     # planned against rendered-worker-1: only the pull secret changed (policy None), no reboot;
     # against the empty config every file would be new and the node would reboot
@@ -166,9 +159,7 @@ def test_os_update_events_as_upstream_applyOSChanges(
 ) -> None:
     node = make_node()
     old = boot_on(node, kube_cluster)
-    new = kube_cluster.name("rendered-worker-2")
-    create_config(kube_cluster, worker(new, image=IMAGE_B))
-    node.set_desired(new)
+    new = update_to(node, kube_cluster, image=IMAGE_B)
     node.wait_reboot()
     assert _messages(node, "InClusterUpgrade") == [f"Updating from oscontainer {IMAGE_B}"]
     assert _messages(node, "OSUpdateStarted") == ["Upgrading OS"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from mcd.model.serviceca import LAST_OBSERVED_SERVER_CA, SERVICE_CA_ROTATE
 from mcd.model.vocabulary import Annotation
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
-from tests.e2e.test_agent import boot_on
+from tests.e2e.scenarios import boot_on, wait_served
 from tests.e2e.test_own_node_admission import present
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_certificates import CA_A, controller_config
@@ -64,14 +63,7 @@ def openshift(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
         for files in (["-f", str(CRD), "-f", str(ns_file)], ["-f", str(ROLE)]):
             applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", *files)
             assert applied.returncode == 0, applied.stderr
-        deadline = time.monotonic() + 60
-        while True:  # discovery catches up with the new kind
-            try:
-                kube_cluster.kube.request("GET", CC_PATH)
-                break
-            except ApiError:
-                assert time.monotonic() < deadline, "ControllerConfig CRD never served"
-                time.sleep(0.2)
+        wait_served(kube_cluster.kube, CC_PATH, "ControllerConfig CRD")
         yield
     finally:
         for path in reversed(added):

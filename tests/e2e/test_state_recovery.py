@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from mcd.agent.handles import CURRENT_RECOVERY
 from mcd.agent.journal import JOURNAL, RECOVERY
 from mcd.cli import cli
-from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
+from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import create_config
+from tests.e2e.scenarios import install
 from tests.fakes.kubecluster import TestCluster
 
 
@@ -22,19 +22,9 @@ def test_a_corrupt_journal_is_degraded_with_its_reason_until_recovered(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
-    name = kube_cluster.name("rendered-worker-1")
-    doc = worker(name)
-    create_config(kube_cluster, doc)
-    node.provision(doc)
+    doc = worker(kube_cluster.name("rendered-worker-1"))
+    name = install(node, kube_cluster, doc)
     node.path(JOURNAL).write_text('{"old": "a", "new": "b", "phase": "dancing"}')
-    kube_cluster.annotate(
-        node.name,
-        {
-            Annotation.CURRENT_CONFIG: name,
-            Annotation.DESIRED_CONFIG: name,
-            Annotation.STATE: "Done",
-        },
-    )
     node.start()
     node.wait_state("Degraded")
     assert node.reason() == (
@@ -51,19 +41,9 @@ def test_a_corrupt_currentconfig_is_degraded_until_written_back(
     make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
 ) -> None:
     node = make_node()
-    name = kube_cluster.name("rendered-worker-1")
-    doc = worker(name)
-    create_config(kube_cluster, doc)
-    node.provision(doc)
+    doc = worker(kube_cluster.name("rendered-worker-1"))
+    name = install(node, kube_cluster, doc)
     node.path(CURRENT_CONFIG_PATH).write_bytes(b"\x00garbage")
-    kube_cluster.annotate(
-        node.name,
-        {
-            Annotation.CURRENT_CONFIG: name,
-            Annotation.DESIRED_CONFIG: name,
-            Annotation.STATE: "Done",
-        },
-    )
     node.start()
     node.wait_state("Degraded")
     assert node.reason() == (
