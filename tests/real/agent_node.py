@@ -10,11 +10,16 @@ then does what the next boot does (the staged deployment boots, a new boot id, a
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.harness import AgentNode
 from tests.fakes import ostree_sysroot, rpm_ostree
-from tests.real.systemd_container import REBOOT_EXIT, SystemdContainer
+from tests.fakes.kubecluster import TestCluster
+from tests.real.systemd_container import REBOOT_EXIT, SystemdContainer, unavailable
 
 CORE = {
     "etc/passwd": "core:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n",
@@ -81,3 +86,17 @@ class RealSystemdNode(AgentNode):
             self.container.close()
             if self.sysroot is not None:
                 ostree_sysroot.purge(self.sysroot)
+
+
+@contextmanager
+def real_node(cluster: TestCluster, workdir: Path, base: str) -> Iterator[RealSystemdNode]:
+    """A node of ``cluster`` on a real systemd, closed after; the test is skipped where the
+    machine cannot run one."""
+    why = unavailable()
+    if why:
+        pytest.skip(f"real systemd: {why}")
+    node = RealSystemdNode(cluster, workdir, base)
+    try:
+        yield node
+    finally:
+        node.close()

@@ -12,9 +12,9 @@ from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.harness import create_config
+from tests.e2e.scenarios import install
 from tests.fakes.kubecluster import TestCluster
-from tests.real.agent_node import RealSystemdNode
-from tests.real.systemd_container import unavailable
+from tests.real.agent_node import RealSystemdNode, real_node
 
 CRIO = """[Unit]
 Description=CRI-O stand-in
@@ -29,24 +29,12 @@ POLICY = "/etc/containers/policy.json"
 
 @pytest.fixture
 def node(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[RealSystemdNode]:
-    why = unavailable()
-    if why:
-        pytest.skip(f"real systemd: {why}")
-    n = RealSystemdNode(kube_cluster, tmp_path / "node", "real")
-    try:
+    with real_node(kube_cluster, tmp_path / "node", "real") as n:
         yield n
-    finally:
-        n.close()
 
 
 def boot_on(node: RealSystemdNode, cluster: TestCluster, **kw: object) -> str:
-    name = cluster.name("rendered-worker-1")
-    doc = worker(name, **kw)  # type: ignore[arg-type]
-    create_config(cluster, doc)
-    node.provision(doc)
-    cluster.annotate(node.name, {
-        Annotation.CURRENT_CONFIG: name, Annotation.DESIRED_CONFIG: name, Annotation.STATE: "Done",
-    })  # fmt: skip
+    name = install(node, cluster, worker(cluster.name("rendered-worker-1"), **kw))  # type: ignore[arg-type]
     node.start()
     node.wait_ready()
     node.wait_state("Done", name)

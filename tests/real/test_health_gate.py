@@ -15,9 +15,9 @@ from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker
 from tests.e2e.harness import create_config
+from tests.e2e.scenarios import install
 from tests.fakes.kubecluster import TestCluster
-from tests.real.agent_node import RealSystemdNode
-from tests.real.systemd_container import unavailable
+from tests.real.agent_node import RealSystemdNode, real_node
 from tests.real.test_agent import POLICY
 
 # crio.service (the default policy reloads it when policy.json changes) exits with an error
@@ -39,14 +39,8 @@ BROKEN = '{"default":[{"type":"broken"}]}\n'
 
 @pytest.fixture
 def node(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[RealSystemdNode]:
-    why = unavailable()
-    if why:
-        pytest.skip(f"real systemd: {why}")
-    n = RealSystemdNode(kube_cluster, tmp_path / "node", "gate19")
-    try:
+    with real_node(kube_cluster, tmp_path / "node", "gate19") as n:
         yield n
-    finally:
-        n.close()
 
 
 def with_crio(doc: dict[str, object], policy: str) -> dict[str, object]:
@@ -64,13 +58,8 @@ def test_a_unit_that_fails_after_a_rebootless_update_rolls_it_back(
 ) -> None:
     before = kube_cluster.name("rendered-worker-1")
     doc = with_crio(worker(before), GOOD)  # the node's first config runs crio on a good policy
-    create_config(kube_cluster, doc)
-    node.provision(doc)
-    kube_cluster.annotate(node.name, {
-        Annotation.CURRENT_CONFIG: before, Annotation.DESIRED_CONFIG: before,
-        Annotation.STATE: "Done",
-        GATE_ANNOTATION: "settle=3",  # a loaded CI machine: give crio time to see its policy
-    })  # fmt: skip
+    # a loaded CI machine: give crio time to see its policy
+    install(node, kube_cluster, doc, {GATE_ANNOTATION: "settle=3"})
     node.container.busctl(
         "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
         "org.freedesktop.systemd1.Manager", "StartUnit", "ss", "crio.service", "replace",
