@@ -15,7 +15,6 @@ apt inside the build); runs use runc with no network, in a cgroup of their own r
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from tests.real import cgroups
 from tests.real.cache import cache_dir, debootstrap, host_suite, locked, missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,9 +152,4 @@ def run(tag: str, *args: str, entrypoint: str | None = None,
         return podman(*argv, tag, *args, check=False, timeout=300)
     finally:
         for d in Path("/sys/fs/cgroup").glob(f"*/{cgroup}"):  # runc leaves empty ones behind
-            for sub in sorted(d.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                if sub.is_dir():
-                    with contextlib.suppress(OSError):
-                        sub.rmdir()
-            with contextlib.suppress(OSError):
-                d.rmdir()
+            cgroups.remove_empty(d)

@@ -16,7 +16,6 @@ the guest, SIGKILL the fallback.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -26,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.real import cgroups
 from tests.real.cache import debootstrap, locked, missing
 
 REBOOT_EXIT = 133
@@ -207,12 +207,7 @@ class SystemdContainer:
             self._ended(proc.returncode)
         for d in self._cgroups:  # nspawn --keep-unit leaves payload/ and supervisor/ behind
             if d.is_dir():
-                for sub in sorted(d.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                    if sub.is_dir():
-                        with contextlib.suppress(OSError):
-                            sub.rmdir()
-                with contextlib.suppress(OSError):
-                    d.rmdir()
+                cgroups.remove_empty(d)
 
     def close(self) -> None:
         self.stop()
