@@ -47,10 +47,17 @@ def restart_jobs(node: AgentNode) -> list[str]:
     ]  # fmt: skip
 
 
-def deferred_rotation(node: AgentNode, cluster: TestCluster) -> Path:
-    """A node whose kubelet restart was deferred: the bundle adds only the lb signer."""
-    if cluster.fake is None:
+@pytest.fixture
+def deferred(
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    openshift: None,  # noqa: F811
+) -> tuple[AgentNode, Path]:
+    """A node (on the D-Bus test service: its calls are read) whose kubelet restart was
+    deferred: the bundle adds only the lb signer; and the kubelet's kubeconfig."""
+    if kube_cluster.fake is None:
         pytest.skip("the x509 error is a fault injected into the fake API server")
+    node = make_node(fake_systemd=True)
     node.path("/etc/kubernetes").mkdir(parents=True)
     node.path("/var/lib/kubelet").mkdir(parents=True)
     node.path("/etc/systemd/system").mkdir(parents=True, exist_ok=True)
@@ -58,11 +65,11 @@ def deferred_rotation(node: AgentNode, cluster: TestCluster) -> Path:
     node.path("/etc/kubernetes/kubeconfig").write_text(kubeconfig(OLD + NEW, {"token": "t"}))
     kubelet_kc = node.path("/var/lib/kubelet/kubeconfig")
     kubelet_kc.write_text(kubeconfig(OLD + NEW, {"client-certificate": "/var/lib/kubelet/c.pem"}))
-    boot_on(node, cluster)
-    cluster.create(CM_PATH, {
+    boot_on(node, kube_cluster)
+    kube_cluster.create(CM_PATH, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeconfig-data"},
         "binaryData": {"ca-bundle.crt": base64.b64encode(OLD + NEW + LB).decode()}})  # fmt: skip
-    cluster.create(CC_PATH, rotating_controller_config())
+    kube_cluster.create(CC_PATH, rotating_controller_config())
     node.wait_for(lambda: node.annotations().get(LAST_OBSERVED_SERVER_CA) == "true", 15,
                   "lastObservedServerCAAnnotation")  # fmt: skip
     assert ca_of(node.path("/etc/kubernetes/kubeconfig")).strip() == (OLD + NEW + LB).strip()
@@ -70,7 +77,7 @@ def deferred_rotation(node: AgentNode, cluster: TestCluster) -> Path:
     assert restart_jobs(node) == []
     state = node.path(STATE_FILE)
     assert state.exists() and state.stat().st_mode & 0o777 == 0o600
-    return kubelet_kc
+    return node, kubelet_kc
 
 
 def node_watch_fails(cluster: TestCluster, message: str) -> None:
@@ -85,12 +92,9 @@ def node_watch_fails(cluster: TestCluster, message: str) -> None:
 
 
 def test_an_x509_error_after_a_deferred_restart_rebootstraps_the_kubelet_and_exits_255(
-    make_node: NodeFactory,
-    kube_cluster: TestCluster,
-    openshift: None,  # noqa: F811
+    deferred: tuple[AgentNode, Path], kube_cluster: TestCluster
 ) -> None:
-    node = make_node(fake_systemd=True)
-    kubelet_kc = deferred_rotation(node, kube_cluster)
+    node, kubelet_kc = deferred
     node_watch_fails(kube_cluster, X509)
     node.wait_for(lambda: "RestartUnit" in restart_jobs(node), 20, "the kubelet restarted")
     assert not kubelet_kc.exists()  # removed before the restart: the kubelet bootstraps anew
@@ -110,12 +114,9 @@ def test_an_x509_error_after_a_deferred_restart_rebootstraps_the_kubelet_and_exi
 
 
 def test_a_sigterm_leaves_the_deferred_restart_for_later_and_other_errors_change_nothing(
-    make_node: NodeFactory,
-    kube_cluster: TestCluster,
-    openshift: None,  # noqa: F811
+    deferred: tuple[AgentNode, Path], kube_cluster: TestCluster
 ) -> None:
-    node = make_node(fake_systemd=True)
-    kubelet_kc = deferred_rotation(node, kube_cluster)
+    node, kubelet_kc = deferred
     node_watch_fails(kube_cluster, "injected fault")
     node.wait_for(lambda: "injected fault" in node.log(), 20, "the watch error")
     assert node.running and restart_jobs(node) == []  # no x509: upstream only logs it
