@@ -190,3 +190,32 @@ existing_root = click.option(
     help="The node's root directory.",
 )
 """``--root DIR`` for commands that read or repair an existing node root."""
+
+policy_option = click.option(
+    "--policy",
+    "policy_file",
+    type=config_file,
+    help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
+    "is merged over the default policies.",
+)
+"""``--policy FILE`` of ``plan``."""
+
+from_cluster_option = click.option(
+    "--from-cluster",
+    "node_name",
+    metavar="NODE",
+    help="Plan NODE's currentConfig -> desiredConfig with the configs and the node disruption "
+    "policies read from the cluster, as the agent does.",
+)
+"""``--from-cluster NODE`` of ``plan``."""
+
+
+def plan_flags(fn: Callable[P, R]) -> Callable[P, R]:
+    """``--force``, ``--legacy`` and ``--json`` of ``plan``."""
+    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(fn)
+    fn = click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")(
+        fn
+    )
+    return click.option(
+        "--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed."
+    )(fn)

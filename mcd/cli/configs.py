@@ -15,7 +15,10 @@ from mcd.cli.common import (
     config_file,
     existing_root,
     fail,
+    from_cluster_option,
     output_options,
+    plan_flags,
+    policy_option,
     read_config,
     reports_config_errors,
     say,
@@ -33,24 +36,10 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("old", required=False, type=config_file)
 @click.argument("new", required=False, type=config_file)
-@click.option(
-    "--policy",
-    "policy_file",
-    type=config_file,
-    help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
-    "is merged over the default policies.",
-)
-@click.option(
-    "--from-cluster",
-    "node_name",
-    metavar="NODE",
-    help="Plan NODE's currentConfig -> desiredConfig with the configs and the node disruption "
-    "policies read from the cluster, as the agent does.",
-)
+@policy_option
+@from_cluster_option
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
-@click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
-@click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@plan_flags
 @output_options
 @reports_config_errors
 def plan(

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 import click
 
 from mcd.cli import configs
-from mcd.cli.common import EXIT_OK, config_file, fail, output_options
+from mcd.cli.common import (
+    EXIT_OK,
+    config_file,
+    fail,
+    from_cluster_option,
+    output_options,
+    plan_flags,
+    policy_option,
+)
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
@@ -80,28 +88,14 @@ def controller_command(
 @click.argument("old", required=False, type=config_file)
 @click.argument("new", required=False, type=config_file)
 @click.option("--pool", help="Plan a pool's rollout against the cluster instead of OLD and NEW.")
-@click.option(
-    "--from-cluster",
-    "node_name",
-    metavar="NODE",
-    help="Plan NODE's currentConfig -> desiredConfig with the configs and the node disruption "
-    "policies read from the cluster, as the agent does.",
-)
+@from_cluster_option
 @click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
     help="With --pool or --from-cluster; default: $KUBECONFIG.",
 )
-@click.option(
-    "--policy",
-    "policy_file",
-    type=config_file,
-    help="A MachineConfiguration (kind MachineConfiguration) whose spec.nodeDisruptionPolicy "
-    "is merged over the default policies.",
-)
-@click.option("--force", is_flag=True, help="Plan as if /run/machine-config-daemon-force existed.")
-@click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@policy_option
+@plan_flags
 @output_options
 @click.pass_context
 def plan_command(
