@@ -42,7 +42,6 @@ from mcd.agent.boot import boot
 from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
-from mcd.agent.http import StatusServer
 from mcd.agent.metrics import Metrics
 from mcd.agent.nodesync import sync_node
 from mcd.agent.once import node_for
@@ -65,6 +64,7 @@ from mcd.host.journal import notify
 from mcd.host.kubelet import DEFAULT_ENDPOINT
 from mcd.host.osrelease import read_os_release
 from mcd.host.rootfs import Root
+from mcd.host.statusserver import StatusServer
 from mcd.host.systemd import SystemdError
 from mcd.model.errors import ConfigError
 from mcd.model.serviceca import is_x509_error

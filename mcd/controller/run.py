@@ -29,8 +29,9 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.pools import NODES, POOLS, PoolWriter
-from mcd.controller.service import ControllerMetrics, StatusServer
+from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer
+from mcd.host.statusserver import StatusServer
 
 log = logging.getLogger(__name__)
 

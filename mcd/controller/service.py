@@ -1,24 +1,20 @@
-"""The controller's metrics and its HTTP listener (``/metrics``, ``/healthz``, ``/readyz``).
+"""The controller's metrics, served by the listener it shares with the agent
+(:mod:`mcd.host.statusserver`: ``/metrics``, ``/healthz``, ``/readyz``).
 
 Metric names follow upstream's machine-config-controller where it has one
 (``mcc_pool_alert``, ``mcc_os_image_url_override``); the rest are mcd's own
-(``mcd_controller_*``). The listener answers like the agent's: 200 ``ok``, or 503 with
-the cause.
+(``mcd_controller_*``).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
-    generate_latest,
 )
 
 log = logging.getLogger(__name__)
@@ -62,52 +58,3 @@ class ControllerMetrics:
         for state in POOL_STATES:
             value = status.get(f"{state}MachineCount", 0)
             self.machines.labels(pool, state).set(float(value) if isinstance(value, int) else 0)
-
-
-def parse_listen_address(url: str) -> tuple[str, int]:
-    rest = url.split("://", 1)[-1].rstrip("/")
-    host, sep, port = rest.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"invalid metrics address {url!r}: expected host:port")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-class StatusServer:
-    def __init__(
-        self, address: str, registry: CollectorRegistry, healthz: Probe, readyz: Probe
-    ) -> None:
-        host, port = parse_listen_address(address)
-        probes = {"/healthz": healthz, "/readyz": readyz}
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
-                elif path in probes:
-                    problem = probes[path]()
-                    code, text = (503, problem) if problem else (200, "ok")
-                    self._send(code, f"{text}\n".encode(), "text/plain; charset=utf-8")
-                else:
-                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
-
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()

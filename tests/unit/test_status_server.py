@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from mcd.agent.http import StatusServer, parse_listen_address
 from mcd.agent.metrics import Metrics
+from mcd.host.statusserver import StatusServer, parse_listen_address
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -1,9 +1,10 @@
-"""The agent's HTTP listener on ``--metrics-url``: ``/metrics``, ``/healthz`` and ``/readyz``.
+"""The HTTP listener of the agent and of the controller on ``--metrics-url``: ``/metrics``,
+``/healthz`` and ``/readyz``.
 
-``/metrics`` is the Prometheus text format (upstream serves only this).
-Beyond upstream, ``/healthz`` answers 200 while the sync worker is alive and
-not stuck, and ``/readyz`` answers 200 once the boot checks have run and the
-Node watch is connected; both answer 503 with the cause otherwise.
+``/metrics`` is the Prometheus text format (upstream serves only this). Beyond upstream,
+``/healthz`` and ``/readyz`` answer 200 ``ok`` when their probe finds nothing wrong, else 503
+with the cause the probe gives (the agent: a sync worker alive and not stuck; boot checks
+done and the Node watch connected).
 """
 
 from __future__ import annotations
