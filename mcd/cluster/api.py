@@ -45,6 +45,16 @@ class ApiError(Exception):
         self.body = body or {}
         super().__init__(f"{status} {reason}: {message}" if status else message)
 
+    @classmethod
+    def from_status(cls, status: Obj) -> ApiError:
+        """The error a watch's ``ERROR`` event carries (its object is a ``Status``)."""
+        return cls(
+            int(status.get("code") or 0),
+            str(status.get("reason", "")),
+            str(status.get("message", "")),
+            status,
+        )
+
     @property
     def causes(self) -> list[Obj]:
         return list((self.body.get("details") or {}).get("causes") or [])

@@ -94,12 +94,7 @@ class Informer:
                 if obj.get("code") == 410:
                     self._rv = None
                     return
-                raise ApiError(
-                    int(obj.get("code") or 0),
-                    str(obj.get("reason", "")),
-                    str(obj.get("message", "")),
-                    obj,
-                )
+                raise ApiError.from_status(obj)
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if version:
                 self._rv = str(version)

@@ -122,12 +122,7 @@ class NodeWatch:
                     )
                     self.resource_version = None
                     return
-                raise ApiError(
-                    int(obj.get("code") or 0),
-                    str(obj.get("reason", "")),
-                    str(obj.get("message", "")),
-                    obj,
-                )
+                raise ApiError.from_status(obj)
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if version:
                 self.resource_version = str(version)
