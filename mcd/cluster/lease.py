@@ -80,14 +80,7 @@ class LeaseLock:
             "metadata": {**(lease.get("metadata") or {})},
             "spec": new_spec,
         }
-        try:
-            self.kube.request("PUT", self.path, body=body)
-        except ApiError as e:
-            if e.status == 409:
-                return False
-            raise
-        self.holder = self.identity
-        return True
+        return self._take("PUT", self.path, body)
 
     def release(self) -> None:
         """Give the Lease up (on a clean stop), so a standby takes over at once."""
@@ -115,8 +108,12 @@ class LeaseLock:
                 "leaseTransitions": 0,
             },
         }
+        return self._take("POST", leases_path(self.namespace), body)
+
+    def _take(self, method: str, path: str, body: Obj) -> bool:
+        """Write the Lease naming this holder; False when another writer came first (409)."""
         try:
-            self.kube.request("POST", leases_path(self.namespace), body=body)
+            self.kube.request(method, path, body=body)
         except ApiError as e:
             if e.status == 409:
                 return False
