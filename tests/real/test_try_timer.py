@@ -127,11 +127,8 @@ def test_an_unconfirmed_try_is_reverted_by_systemds_timer_at_its_deadline(node: 
     assert out == ("done: rendered-worker-2 applied to /\n"
                    "trying rendered-worker-2: reverts in 5s unless `mcd confirm`\n")  # fmt: skip
     state = json.loads(node.path(TRY_STATE).read_text())
-    assert (state["config"], state["previous"], state["timer"]) == (
-        "rendered-worker-2",
-        before,
-        True,
-    )
+    assert (state["config"], state["previous"], state["timer"]) == ("rendered-worker-2", before,
+                                                                      True)  # fmt: skip
     assert node.path(POLICY).read_text() == "two\n" and node.current() == "rendered-worker-2"
     # what the container's systemd was given: a transient timer, armed, precise to a second,
     # whose service runs this interpreter on mcd, found as it was found here
@@ -140,28 +137,28 @@ def test_an_unconfirmed_try_is_reverted_by_systemds_timer_at_its_deadline(node: 
     assert timer == {"LoadState": "loaded", "ActiveState": "active", "Transient": "yes",
                      "AccuracyUSec": "1s", "Unit": f"{TIMER_UNIT}.service"}  # fmt: skip
     assert f"{TIMER_UNIT}.timer" in node.timers()
-    service = node.show(f"{TIMER_UNIT}.service", "ExecStart", "Environment", "ActiveState")
-    assert service["ActiveState"] == "inactive"  # not yet
-    assert "argv[]=/usr/bin/python3 -m mcd try-revert --root / ;" in service["ExecStart"]
-    assert service["Environment"].startswith(f"PYTHONPATH={REPO}:")
+    service = f"{TIMER_UNIT}.service"
+    unit = node.show(service, "ExecStart", "Environment", "ActiveState")
+    assert unit["ActiveState"] == "inactive"  # not yet
+    assert "argv[]=/usr/bin/python3 -m mcd try-revert --root / ;" in unit["ExecStart"]
+    assert unit["Environment"].startswith(f"PYTHONPATH={REPO}:")
     # no mcd command from here on: systemd alone runs the revert
     wait_for("the timer's revert", lambda: not node.path(TRY_STATE).exists(), 90)
-    assert node.current() == before
-    assert node.path(POLICY).read_text() == kept
-    assert not node.path(TRY_PREVIOUS).exists()
-    assert node.crio_log().count("reload") == reloads + 2  # the try's reload, the revert's
-    said = [(at, m) for at, m in journal(node, f"{TIMER_UNIT}.service") if "reverted" in m]
-    assert [m for _, m in said] == [
-        f"reverted the try of rendered-worker-2 to {before} (not confirmed in time): done"
-    ]
-    assert said[0][0] >= state["deadline"]  # not before the deadline
-    wait_for("the timer to go", lambda: f"{TIMER_UNIT}.timer" not in node.timers(), 30)
-    service = f"{TIMER_UNIT}.service"
     ended = ("inactive", "failed")
     wait_for("its service to end", lambda: node.show(service, "ActiveState")["ActiveState"] in ended,
              30)  # fmt: skip
     assert node.show(service, "ActiveState", "Result") == {"ActiveState": "inactive",
                                                            "Result": "success"}  # fmt: skip
+    assert node.current() == before
+    assert node.path(POLICY).read_text() == kept
+    assert not node.path(TRY_PREVIOUS).exists()
+    assert node.crio_log().count("reload") == reloads + 2  # the try's reload, the revert's
+    said = [(at, m) for at, m in journal(node, service) if "reverted" in m]
+    assert [m for _, m in said] == [
+        f"reverted the try of rendered-worker-2 to {before} (not confirmed in time): done"
+    ]
+    assert said[0][0] >= state["deadline"]  # not before the deadline
+    assert f"{TIMER_UNIT}.timer" not in node.timers()
 
 
 def test_a_confirm_before_the_deadline_cancels_systemds_timer(node: Node) -> None:
@@ -177,3 +174,20 @@ def test_a_confirm_before_the_deadline_cancels_systemds_timer(node: Node) -> Non
     assert not node.path(TRY_STATE).exists() and not node.path(TRY_PREVIOUS).exists()
     assert node.current() == "rendered-worker-3"
     assert node.path(POLICY).read_text() == "three\n"
+
+
+def test_a_revert_unit_left_failed_does_not_keep_the_next_try_from_its_timer(node: Node) -> None:
+    # a revert that failed (here: a stand-in that exits 1) stays loaded as failed, by name
+    node.c.run("systemd-run", f"--unit={TIMER_UNIT}", "--wait", "/bin/false")
+    assert node.show(f"{TIMER_UNIT}.service", "ActiveState")["ActiveState"] == "failed"
+    code, _, err = node.mcd("once-from", "--try", "10m", node.config("rendered-worker-4", "four\n"),
+                            "--root", "/")  # fmt: skip
+    assert code == 0, err
+    assert "Could not set a timer" not in err
+    assert node.show(f"{TIMER_UNIT}.timer", "ActiveState")["ActiveState"] == "active"
+    assert json.loads(node.path(TRY_STATE).read_text())["timer"] is True
+    code, out, err = node.mcd("try-revert", "--now", "--root", "/")
+    assert code == 0 and out.startswith("reverted the try of rendered-worker-4"), err
+    assert node.path(POLICY).read_text() != "four\n"
+    # reverted early by hand: the timer has nothing left to do, and would hold its name
+    assert node.show(f"{TIMER_UNIT}.timer", "LoadState")["LoadState"] == "not-found"
