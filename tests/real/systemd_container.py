@@ -37,7 +37,7 @@ from pathlib import Path
 from tests.real.cache import debootstrap, host_suite, locked, missing
 
 REBOOT_EXIT = 133
-# python3: mcd runs inside (tests/real/test_try_timer.py); about 25 MB and 10 s more to build
+# python3: mcd runs inside (tests/real/test_try_timer.py); 38 MB more (142 MB), ~20 packages
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3"]
 # a quiet, deterministic guest: no timers firing mid-test, no getty on the console
 QUIET = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
