@@ -135,7 +135,7 @@ def revert_due(node: Node, now: bool = False) -> str | None:
     previous = trymode.previous_document(node.root)
     mc = load_machine_config(previous)
     result = _apply_once(node, mc, previous, skip_reboot=True)
-    trymode.clear(node.root, timer=state.timer and not now)
+    trymode.clear(node.root, timer=state.timer)  # --now too: the timer would keep its name
     why = "not confirmed in time" if not now else "on request"
     return f"reverted the try of {state.config} to {state.previous} ({why}): {result.outcome}"
 

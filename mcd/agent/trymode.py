@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import os
 import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
 
+import mcd
 from mcd.host import fsops
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
@@ -111,14 +114,24 @@ def schedule(root: Root, state: TryState, live: bool, runner: Runner | None = No
     if not live or root.path != "/" or shutil.which("systemd-run") is None:
         log.info("No systemd timer for the try's deadline; the next mcd command honours it")
         return state
-    seconds = max(1, int(state.deadline - time.time()))
+    run = runner or Runner()
+    # whole seconds, rounded up: a timer that fired before the deadline would find nothing due
+    seconds = max(1, math.ceil(state.deadline - time.time()))
+    # a revert that failed last time leaves its unit failed (shown by `systemctl --failed`
+    # until now): systemd-run refuses a unit name that is still loaded
+    run.run(["systemctl", "reset-failed", f"{TIMER_UNIT}.service"], check=False)
     argv = [
         "systemd-run", f"--unit={TIMER_UNIT}", f"--on-active={seconds}s",
+        # systemd's default accuracy (1 min) would let a 10 s try run for 70 s
+        "--timer-property=AccuracySec=1s",
         "--description=mcd: revert an unconfirmed try",
+        # systemd starts the unit with an empty environment in /: this interpreter must
+        # find mcd (and what it imports) there as it did here
+        f"--setenv=PYTHONPATH={unit_python_path()}",
         sys.executable, "-m", "mcd", "try-revert", "--root", "/",
     ]  # fmt: skip
     try:
-        (runner or Runner()).run(argv)
+        run.run(argv)
     except CommandError as e:
         log.warning("Could not set a timer for the try's deadline (%s); the next mcd "
                     "command honours it", e)  # fmt: skip
@@ -126,3 +139,12 @@ def schedule(root: Root, state: TryState, live: bool, runner: Runner | None = No
     timed = TryState(state.config, state.previous, state.deadline, timer=True)
     save(root, timed)
     return timed
+
+
+def unit_python_path() -> str:
+    """Where this process found mcd, then its own ``PYTHONPATH``, as absolute paths: what
+    ``python -m mcd`` needs in a unit that systemd starts with none of our environment."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(mcd.__file__)))
+    extra = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    paths = [here, *(os.path.abspath(p) for p in extra if p)]
+    return os.pathsep.join(dict.fromkeys(paths))

@@ -137,15 +137,16 @@ def _check_shapes(root: Root, cfg: IgnitionConfig) -> None:
     for unit in cfg.units:
         paths.append(unit_path(unit.name))
         paths.extend(dropin_path(unit.name, d.name) for d in unit.dropins)
+    prefix = root.path.rstrip("/")  # '' for a live host's '/': every node path is under it
     for path in paths:
         host_path = fsops.target_path(root, path)
         if os.path.isdir(host_path) and not os.path.islink(host_path):
             raise HostError(f"cannot write file {path}: a directory is in the way")
         parent = os.path.dirname(host_path)
-        while not os.path.lexists(parent) and parent.startswith(root.path + "/"):
+        while not os.path.lexists(parent) and parent.startswith(prefix + "/"):
             parent = os.path.dirname(parent)
         if not os.path.isdir(parent):
-            where = parent.removeprefix(root.path) or "/"
+            where = parent.removeprefix(prefix) or "/"
             raise HostError(f"cannot write file {path}: {where} is not a directory")
     accounts = Accounts(root)
     for file in cfg.files:

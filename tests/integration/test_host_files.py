@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.host import fsops
+from mcd.host import fsops, targets
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError, PathEscapeError
 from mcd.host.rootfs import Root
@@ -363,3 +363,21 @@ def test_a_cached_batch_writes_exactly_what_fresh_resolution_writes(
             outcomes = _run_ops(root, ops)
         results.append((outcomes, _tree(top)))
     assert results[0] == results[1]
+
+
+def test_the_target_check_walks_missing_parents_on_a_live_root_too(node_root: Path) -> None:
+    """On a host (``--root /``) a file under directories not made yet is as writable as on a
+    temp root, and a file in the way is named by its node path (the check only reads)."""
+    missing = "/mcd-test-no-such-dir-19/sub/app.conf"
+    assert not os.path.lexists(missing.rsplit("/", 2)[0])
+    targets.check_targets(Root("/"), mc(files=[file_entry(missing, "x\n")]).ignition, ostree=False)
+    over = mc(files=[file_entry("/etc/passwd/app.conf", "x\n")]).ignition
+    with pytest.raises(HostError, match=r"^cannot write file /etc/passwd/app.conf: "
+                       r"/etc/passwd is not a directory$"):  # fmt: skip
+        targets.check_targets(Root("/"), over, ostree=False)
+    (node_root / "etc/app").write_text("a file\n")
+    with pytest.raises(HostError, match=r"/etc/app/x.conf: /etc/app is not a directory$"):
+        targets.check_targets(
+            Root(node_root), mc(files=[file_entry("/etc/app/x.conf", "x\n")]).ignition,
+            ostree=False,
+        )  # fmt: skip

@@ -9,13 +9,21 @@ host path of the container's ``/``. Unit files mcd writes under ``<root>/etc/sys
 files that systemd reads.
 
 A reboot inside the container ends ``systemd-nspawn`` with exit code 133; :meth:`boot` again is
-the next boot. Every container runs in cgroups of its own (created beside the caller's, removed
+the next boot. :meth:`run` runs a command inside the running container (``nsenter`` into the
+namespaces and root of its PID 1, with a clean environment), as an admin's shell on the node
+would; ``bind_ro`` host paths appear read-only at the same paths inside.
+
+The rootfs carries Debian's ``python3`` (the host's release: the same minor version as the
+host's Python there) so that mcd itself can run inside, from the checkout bound read-only.
+The cached rootfs is keyed by what makes it (:data:`RECIPE`): a changed package list builds a
+new one (once per machine, 70-120 s) beside the old, never under a container that runs. Every container runs in cgroups of its own (created beside the caller's, removed
 on stop) and is stopped by the pid of its ``systemd-nspawn``: SIGTERM is a clean poweroff of
 the guest, SIGKILL the fallback.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -26,10 +34,11 @@ import uuid
 from pathlib import Path
 
 from tests.real import cgroups
-from tests.real.cache import debootstrap, locked, missing
+from tests.real.cache import debootstrap, host_suite, locked, missing
 
 REBOOT_EXIT = 133
-PACKAGES = ["systemd", "systemd-sysv", "dbus"]
+# python3: mcd runs inside (tests/real/test_try_timer.py); 38 MB more (142 MB), ~20 packages
+PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3"]
 # a quiet, deterministic guest: no timers firing mid-test, no getty on the console
 QUIET = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
          "dpkg-db-backup.timer", "console-getty.service", "fstrim.timer"]  # fmt: skip
@@ -43,16 +52,24 @@ def unavailable() -> str | None:
     return missing("systemd-nspawn", "debootstrap", "busctl", "systemctl")
 
 
+def recipe_key() -> str:
+    """What the cached rootfs is made of (release, packages, masked units), as a short hash:
+    the cache's name, so a changed recipe is a new build and an old checkout keeps its own."""
+    recipe = "\n".join([host_suite(), " ".join(PACKAGES), " ".join(QUIET)])
+    return hashlib.sha256(recipe.encode()).hexdigest()[:10]
+
+
 def rootfs() -> Path:
     """The cached rootfs (built once, about 100 s; concurrent callers wait for one build)."""
-    with locked("systemd-rootfs") as cache:
-        root = cache / "systemd-rootfs"
+    name = f"systemd-rootfs-{recipe_key()}"
+    with locked(name) as cache:
+        root = cache / name
         if (root / STAMP).exists():
             return root
-        for stale in [*cache.glob("systemd-rootfs.tmp.*"), root]:
+        for stale in [*cache.glob(f"{name}.tmp.*"), root]:
             shutil.rmtree(stale, ignore_errors=True)
-        tmp = cache / f"systemd-rootfs.tmp.{os.getpid()}"
-        debootstrap(tmp, PACKAGES, cache / "systemd-rootfs.log")
+        tmp = cache / f"{name}.tmp.{os.getpid()}"
+        debootstrap(tmp, PACKAGES, cache / f"{name}.log")
         (tmp / "etc/hostname").write_text("mcd-node\n")
         subprocess.run(
             ["systemctl", f"--root={tmp}", "mask", *QUIET], capture_output=True, check=False
@@ -83,12 +100,13 @@ def _cgroup_dirs(name: str) -> list[Path]:
 class SystemdContainer:
     """One container; ``root`` is its ``/`` as a host path, ``address`` its system bus."""
 
-    def __init__(self, boot_timeout: float = 90.0) -> None:
+    def __init__(self, boot_timeout: float = 90.0, bind_ro: tuple[Path, ...] = ()) -> None:
         # short: a unix socket path holds 107 bytes, and pytest's temp dirs run long
         self.dir = Path(tempfile.mkdtemp(prefix="mcd-sd-"))
         self.root = self.dir / "root"
         self.name = f"mcd-{uuid.uuid4().hex[:10]}"
         self.boot_timeout = boot_timeout
+        self.bind_ro = bind_ro
         self.console = self.dir / "console.log"
         self.exits: list[int] = []
         self.boots = 0
@@ -143,6 +161,7 @@ class SystemdContainer:
             f"--machine={self.name}", "--register=no", "--private-network",
             "--link-journal=no", "--resolv-conf=off", "--timezone=off",
             "--console=read-only", f"--bind={self.dbus_dir}:/run/dbus",
+            *(f"--bind-ro={path}" for path in self.bind_ro),
             *(["--keep-unit"] if self._keep_unit else []),
         ]  # fmt: skip
         # the wrapper moves itself into the container's own cgroups, then becomes nspawn
@@ -221,6 +240,29 @@ class SystemdContainer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- looking in -------------------------------------------------------------------------
+
+    def leader(self) -> int:
+        """The host pid of the container's PID 1 (systemd)."""
+        assert self._proc is not None and self.running, "not running"
+        nspawn = self._proc.pid
+        children = Path(f"/proc/{nspawn}/task/{nspawn}/children").read_text().split()
+        assert len(children) == 1, f"systemd-nspawn {nspawn} has children {children}"
+        return int(children[0])
+
+    def run(
+        self, *argv: str, env: dict[str, str] | None = None, timeout: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        """``argv`` inside the container: its mounts, root, pid, ipc, uts and network
+        namespaces, an environment of ``PATH`` and ``env`` only."""
+        clean = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                 "LANG": "C.UTF-8", **(env or {})}  # fmt: skip
+        enter = ["nsenter", f"--target={self.leader()}", "--mount", "--uts", "--ipc", "--net",
+                 "--pid", "--root", "--wd"]  # fmt: skip
+        return subprocess.run(
+            [*enter, "env", "-i", *(f"{k}={v}" for k, v in clean.items()), *argv],
+            capture_output=True, text=True, check=False, timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
 
     def console_tail(self, chars: int = 3000) -> str:
         return self.console.read_text(errors="replace")[-chars:] if self.console.exists() else ""
