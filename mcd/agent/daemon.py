@@ -43,7 +43,7 @@ from mcd.agent.certsync import run_certificate_writer
 from mcd.agent.drift import DriftMonitor
 from mcd.agent.guard import SigtermGuard
 from mcd.agent.http import StatusServer
-from mcd.agent.level import settle
+from mcd.agent.level import settle, wants_update
 from mcd.agent.metrics import Metrics
 from mcd.agent.once import node_for
 from mcd.agent.ownership import take_node
@@ -58,7 +58,6 @@ from mcd.agent.update import (
     Unreconcilable,
     current_config,
     trigger_update,
-    wants_update,
 )
 from mcd.agent.wakeups import Wakeups
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
