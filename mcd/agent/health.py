@@ -237,9 +237,15 @@ def gate_for(ctx: Context) -> HealthGate:
 
 
 def _annotate(ctx: Context, verdict: Verdict) -> None:
+    """The verdict on the Node: a failed one at once; a passing one with the write that
+    follows it a moment later (Done, or the reason the update failed after all)."""
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    values = {STATE_ANNOTATION: state_annotation(verdict, when)}
+    if verdict.ok:
+        ctx.writer.defer_annotations(values)
+        return
     try:
-        ctx.writer.set_annotations({STATE_ANNOTATION: state_annotation(verdict, when)})
+        ctx.writer.set_annotations(values)
     except ApiError as e:  # the verdict still counts; only `mcd status` misses it
         log.warning("Could not put the health gate's verdict on node %s: %s", ctx.node_name, e)
 

@@ -107,9 +107,14 @@ class Journal:
         fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
 
     def clear(self) -> None:
-        fsops.remove(self.root, JOURNAL)  # the journal goes first: it is what recovery reads
-        fsops.remove(self.root, OLD_DOC)
-        fsops.remove(self.root, NEW_DOC)
+        fsops.remove(self.root, JOURNAL)  # the journal goes first (durably): recovery reads it
+        # then both documents, with one fsync of their directory for the two (without the
+        # journal, a document a crash brings back is never read, and the next begin
+        # replaces it)
+        removed = [fsops.remove(self.root, path, sync_dir=False) for path in (OLD_DOC, NEW_DOC)]
+        if any(removed):
+            state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
+            fsops.fsync_dir(self.root.host(state_dir))
 
 
 def parse_entry(data: bytes) -> Entry:

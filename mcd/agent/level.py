@@ -94,3 +94,18 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
     ctx.status.done(current.name, current.mc.ocl_image)
     progress.recovered(ctx)
     log.info("Node %s corrected: Done on %s", ctx.node_name, current.name)
+
+
+def wants_update(node: Obj, current_name: str, force: bool, current_image: str = "") -> str:
+    """The desired config name when a sync has work to do, else ''."""
+    annotations = annotations_of(node)
+    desired = annotations.get(Annotation.DESIRED_CONFIG, "")
+    if not desired:
+        return ""
+    state = annotations.get(Annotation.STATE) or NodeState.DONE
+    same_image = annotations.get(Annotation.DESIRED_IMAGE, "") == current_image
+    if desired == current_name and same_image and not force:
+        if state != NodeState.DONE:  # settled by :func:`mcd.agent.level.settle`
+            log.warning("current+desiredConfig is %s but state is %s", desired, state)
+        return ""
+    return desired

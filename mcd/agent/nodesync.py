@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent.level import settle
-from mcd.agent.update import Context, current_config, trigger_update, wants_update
+from mcd.agent.level import settle, wants_update
+from mcd.agent.update import Context, current_config, trigger_update
 from mcd.cluster.api import Obj
 from mcd.cluster.node import annotations_of
 from mcd.model.vocabulary import FORCE_FILE, Annotation, drain_request, uncordon_request

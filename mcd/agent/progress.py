@@ -32,10 +32,12 @@ def needs_update(ctx: Context) -> None:
 
 
 def prepared(ctx: Context, plan: UpdatePlan) -> None:
+    """Written at once when a drain follows (it may take long); else it goes with the
+    applying phase's write a moment later."""
     actions = "[" + " ".join(str(a) for a in plan.actions) + "]"
     drain = "true" if plan.drain else "false"
     message = f"Update Compatible. Post Cfg Actions: {actions} Drain Required: {drain}"
-    _report(ctx, m.phase(m.UPDATE_PREPARED, message))
+    _report(ctx, m.phase(m.UPDATE_PREPARED, message), defer=not plan.drain)
 
 
 def not_compatible(ctx: Context, old: str, new: str, reason: str) -> None:

@@ -119,19 +119,33 @@ class Transaction:
             raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
         self.entry.boot_id = self.node.boot_id()
+        steps = self._steps()
+        if steps:  # the first step's start goes with the journal's first record
+            self.entry.started.append(steps[0][0].value)
         self.journal.begin(self.entry, self.old_doc, self.new_doc)
         failpoints.reach("begin")
         return self._apply()
 
     def _apply(self) -> Outcome:
+        """Run the steps not done. A step's start is recorded (durably) before it runs and
+        its end after: one journal write carries both a step's end and the next step's
+        start (nothing happens between them), the first start goes with the journal's
+        first record. A crash before the end is recorded runs the step again (every step
+        is idempotent); a failure rolls back every step recorded as started."""
         current = ""
         try:
-            for step, apply in self._steps():
+            steps = self._steps()
+            for i, (step, apply) in enumerate(steps):
                 current = step if step is not Step.GATE else current  # a gate's error says so
-                self._mark(step, started=True)
+                if step.value not in self.entry.started:  # (else recorded with the last write)
+                    self.entry.started.append(step.value)
+                    self.journal.save(self.entry)
                 apply()
-                self._mark(step)
+                self.entry.done.append(step.value)
                 failpoints.reach(step)
+                if i + 1 < len(steps):
+                    self.entry.started.append(steps[i + 1][0].value)
+                self.journal.save(self.entry)
             return self._finish()
         except Exception as e:  # anything at all: roll back, never leave the node half-updated
             reason = failure_reason(e)
@@ -158,12 +172,6 @@ class Transaction:
         if self.gate is not None and self.gate.settings.enabled:
             steps.append((Step.GATE, self._gate))
         return [(s, fn) for s, fn in steps if s.value not in self.entry.done]
-
-    def _mark(self, step: Step, started: bool = False) -> None:
-        target = self.entry.started if started else self.entry.done
-        if step.value not in target:
-            target.append(step.value)
-        self.journal.save(self.entry)
 
     def _files(self) -> None:
         fx, new = self.node.effects, self.new

@@ -37,6 +37,7 @@ from mcd.host.journal import set_log_fields
 from mcd.host.lock import LockBusy, writer_lock
 from mcd.host.validation import unexpected_state, validate_on_disk
 from mcd.model.errors import ConfigError, PolicyError
+from mcd.model.ignition import decoding_once
 from mcd.model.machineconfig import MachineConfig, empty_machine_config
 from mcd.model.plan import UpdatePlan, make_plan
 from mcd.model.policy import DisruptionPolicies
@@ -168,6 +169,13 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
 
 def trigger_update(
     ctx: Context, node: Obj, current: Config, desired_name: str, *, preflight: bool = True
+) -> Outcome:
+    with decoding_once():  # checked, written and checked again: each file decoded once
+        return _trigger_update(ctx, node, current, desired_name, preflight)
+
+
+def _trigger_update(
+    ctx: Context, node: Obj, current: Config, desired_name: str, preflight: bool
 ) -> Outcome:
     set_log_fields(MCD_CONFIG=desired_name)  # journald: the config being applied
     desired = fetch_config(ctx, desired_name)
@@ -384,18 +392,3 @@ def start_drift_monitor(ctx: Context, mc: MachineConfig, degraded_reason: str = 
 
 def _is_drift(reason: str) -> bool:
     return "content mismatch" in reason or "mode mismatch" in reason
-
-
-def wants_update(node: Obj, current_name: str, force: bool, current_image: str = "") -> str:
-    """The desired config name when a sync has work to do, else ''."""
-    annotations = annotations_of(node)
-    desired = annotations.get(Annotation.DESIRED_CONFIG, "")
-    if not desired:
-        return ""
-    state = annotations.get(Annotation.STATE) or NodeState.DONE
-    same_image = annotations.get(Annotation.DESIRED_IMAGE, "") == current_image
-    if desired == current_name and same_image and not force:
-        if state != NodeState.DONE:  # settled by :func:`mcd.agent.level.settle`
-            log.warning("current+desiredConfig is %s but state is %s", desired, state)
-        return ""
-    return desired

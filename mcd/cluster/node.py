@@ -62,6 +62,7 @@ class NodeWriter:
         self.patches = 0
         self._cached: Obj | None = None
         self._written: list[str] = []  # resourceVersions of the agent's own last writes
+        self._deferred: dict[str, str | None] = {}
 
     def get(self) -> Obj:
         """The Node as the API server has it now (a request)."""
@@ -87,10 +88,12 @@ class NodeWriter:
             return resource_version(node) in self._written
 
     def set_annotations(self, values: Mapping[str, str | None]) -> Obj:
-        """Set (or, with ``None``, remove) annotations; no request when already so."""
+        """Set (or, with ``None``, remove) annotations; no request when already so. Deferred
+        annotations (:meth:`defer_annotations`) go with them."""
+        deferred = dict(self._deferred)
         wanted = {
             k: (v[:REASON_LIMIT] if k == Annotation.REASON and v is not None else v)
-            for k, v in values.items()
+            for k, v in {**deferred, **values}.items()
         }
 
         def change(node: Obj) -> Obj | None:
@@ -98,7 +101,16 @@ class NodeWriter:
             diff = {k: v for k, v in wanted.items() if have.get(k) != v}
             return {"metadata": {"annotations": diff}} if diff else None
 
-        return self._update(change)
+        node = self._update(change)
+        for key, value in deferred.items():  # sent (or already so): no longer owed
+            if self._deferred.get(key, value) == value:
+                self._deferred.pop(key, None)
+        return node
+
+    def defer_annotations(self, values: Mapping[str, str | None]) -> None:
+        """Annotations that go with the next :meth:`set_annotations` (a moment later: an
+        update's Done or its failure), instead of a request of their own now."""
+        self._deferred.update(values)
 
     def set_unschedulable(
         self, unschedulable: bool, annotations: Mapping[str, str | None] | None = None

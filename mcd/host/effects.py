@@ -27,7 +27,8 @@ class HostEffects:
     def check_targets(self, cfg: IgnitionConfig, *, ostree: bool = False) -> None:
         """Refuse, before anything is written, a config whose targets this node cannot take
         (:func:`mcd.host.targets.check_targets`)."""
-        targets.check_targets(self.root, cfg, ostree=ostree)
+        with self.root.caching():  # read-only: each parent directory resolved once
+            targets.check_targets(self.root, cfg, ostree=ostree)
 
     def write_files(
         self,

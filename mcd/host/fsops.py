@@ -203,14 +203,15 @@ def write_symlink(root: Root, node_path: str, target: str) -> None:
     fsync_dir(os.path.dirname(host_path))
 
 
-def remove(root: Root, node_path: str) -> bool:
-    """Remove a file, symlink or directory tree (``rm -rf``); False when nothing was there."""
+def remove(root: Root, node_path: str, *, sync_dir: bool = True) -> bool:
+    """Remove a file, symlink or directory tree (``rm -rf``); False when nothing was there.
+    ``sync_dir=False`` leaves the directory's fsync to the caller (one for several)."""
     host_path = target_path(root, node_path)
     try:
         existed = _remove_any(host_path)
     finally:
         root.changed()  # a directory or symlink may be gone
-    if existed:
+    if existed and sync_dir:
         fsync_dir(os.path.dirname(host_path))
     return existed
 

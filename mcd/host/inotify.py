@@ -45,9 +45,10 @@ class PathWatcher:
         self._tracked: set[str] = set()
         self.overflowed = False
         by_dir: dict[str, set[str]] = {}
+        resolving = root.snapshot()  # read-only: each parent directory resolved once
         for path in paths:
             try:
-                resolved = root.resolve(path)
+                resolved = resolving.resolve(path)
             except (PathEscapeError, OSError):
                 continue
             parent, _, name = resolved.rpartition("/")

@@ -9,6 +9,7 @@ never appear in a message.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -74,6 +75,8 @@ def validate_on_disk(
     unit of a spec 3 config is checked too, as upstream does.
     """
     root = root.snapshot()
+    check_enabled = unit_states is not None and not mc.ignition.version.startswith("2.")
+    states = _AskedAhead(unit_states, _enablement_asked(mc)) if check_enabled else None
     mismatches: list[Mismatch] = []
     files_checked = 0
     for file in mc.ignition.files:
@@ -103,15 +106,52 @@ def validate_on_disk(
         problem = check_file(root, file.path, data, file.effective_mode)
         if problem:
             mismatches.append(Mismatch(file.path, DriftKind.FILE, problem))
-    for path, problem in _unit_problems(mc, root, unit_states):
+    for path, problem in _unit_problems(mc, root, states):
         mismatches.append(Mismatch(path, DriftKind.UNIT, problem))
     return ValidationReport(mc.name, tuple(mismatches), files_checked, len(mc.ignition.units))
+
+
+def _enablement_asked(mc: MachineConfig) -> list[str]:
+    """The units whose ``enabled`` setting is checked (those with contents, not masked)."""
+    return [
+        u.name for u in mc.ignition.units if u.contents and not u.mask and u.enabled is not None
+    ]
+
+
+class _AskedAhead:
+    """The unit file states of ``names``, asked of systemd (a D-Bus round trip each) on a
+    thread of their own while the files are read and compared, instead of after them.
+    An error is raised where the state is used, as if it had been asked there."""
+
+    def __init__(self, unit_states: UnitFileStates | None, names: list[str]) -> None:
+        self._states: dict[str, str | Exception] = {}
+        self._thread: threading.Thread | None = None
+        if unit_states is not None and names:
+            self._thread = threading.Thread(
+                target=self._ask, args=(unit_states, names), name="unit-states", daemon=True
+            )
+            self._thread.start()
+
+    def _ask(self, unit_states: UnitFileStates, names: list[str]) -> None:
+        for name in names:
+            try:
+                self._states[name] = unit_states.unit_file_state(name)
+            except Exception as e:  # raised again where the state is used
+                self._states[name] = e
+
+    def unit_file_state(self, unit: str) -> str:
+        if self._thread is not None:
+            self._thread.join()
+        state = self._states[unit]
+        if isinstance(state, Exception):
+            raise state
+        return state
 
 
 def _unit_problems(
     mc: MachineConfig, root: Root, unit_states: UnitFileStates | None
 ) -> Iterator[tuple[str, str]]:
-    check_enabled = unit_states is not None and not mc.ignition.version.startswith("2.")
+    check_enabled = unit_states is not None
     for unit in mc.ignition.units:
         for dropin in unit.dropins:
             path = dropin_path(unit.name, dropin.name)

@@ -9,6 +9,9 @@ their equality matters, because a change in them is unreconcilable.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from mcd.model.dataurl import decode_data_url, decompress
@@ -17,6 +20,41 @@ from mcd.model.text import goquote
 
 DEFAULT_FILE_MODE = 0o644
 MAX_FILE_MODE = 0o777
+DECODED_KEPT = 64 * 1024 * 1024
+"""Bytes of decoded contents one :func:`decoding_once` scope keeps, at most."""
+
+
+class _Decoded:
+    """Decoded contents by their :class:`Contents` (source, compression, verification):
+    equal keys decode to equal bytes, so a hit is never stale. Errors are not kept."""
+
+    def __init__(self, limit: int) -> None:
+        self.data: dict[Contents, bytes] = {}
+        self.left = limit
+
+    def keep(self, contents: Contents, data: bytes) -> None:
+        if len(data) <= self.left:
+            self.data[contents] = data
+            self.left -= len(data)
+
+
+_SCOPE: ContextVar[_Decoded | None] = ContextVar("mcd_decoded", default=None)
+
+
+@contextmanager
+def decoding_once(limit: int = DECODED_KEPT) -> Iterator[None]:
+    """Within this block (in this thread), each distinct contents is decoded once: an update
+    checks, writes and re-checks the same files, and each check would decode them again.
+    The kept bytes go with the block (nothing outlives one update); a nested block shares
+    the outer one's."""
+    if _SCOPE.get() is not None:
+        yield
+        return
+    token = _SCOPE.set(_Decoded(limit))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 @dataclass(frozen=True)
@@ -34,10 +72,17 @@ class Contents:
     verification: str | None = None
 
     def decode(self) -> bytes:
-        """The bytes this resource stands for (an absent source is an empty file)."""
+        """The bytes this resource stands for (an absent source is an empty file); within
+        :func:`decoding_once`, decoded once."""
         if self.source is None:
             return b""
-        return decompress(decode_data_url(self.source), self.compression)
+        kept = _SCOPE.get()
+        if kept is not None and (hit := kept.data.get(self)) is not None:
+            return hit
+        data = decompress(decode_data_url(self.source), self.compression)
+        if kept is not None:
+            kept.keep(self, data)
+        return data
 
 
 @dataclass(frozen=True)
@@ -113,6 +158,9 @@ class IgnitionConfig:
     passwd: Passwd = Passwd()
     fixed: FixedSections = FixedSections()
     file_index: dict[str, File] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[str, list[str]] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Results of pure functions of this (immutable) config, by name: its validation
+    problems (:func:`mcd.model.validate.problems`), computed once however often asked."""
 
     def __post_init__(self) -> None:
         # Later entries win, as in the upstream v2 on-disk check.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from mcd.model import fields as f
@@ -85,6 +85,15 @@ class DisruptionPolicies:
     sshkey_origin: str = DEFAULT
     source: str = "the default cluster policies"
     """Where the policies were read from, for the plan's reader."""
+    _prefixes: tuple[tuple[FilePolicy, str], ...] = field(
+        init=False, compare=False, repr=False, default=()
+    )
+    """Each file policy with its cleaned path plus ``/`` (``IsSubdirectory``'s prefix),
+    cleaned once here rather than for every file of every plan."""
+
+    def __post_init__(self) -> None:
+        prefixes = tuple((p, gopath_clean(p.path) + "/") for p in self.files)
+        object.__setattr__(self, "_prefixes", prefixes)
 
     def closest_file_policy(self, path: str) -> FilePolicy | None:
         """Upstream ``FindClosestFilePolicyPathMatch``: the policy whose path equals ``path``
@@ -92,8 +101,9 @@ class DisruptionPolicies:
         the first. A policy for ``/`` matches nothing: its cleaned form plus ``/`` is
         ``//``, as upstream."""
         best: FilePolicy | None = None
-        for policy in self.files:
-            if (path == policy.path or is_subdirectory(policy.path, path)) and (
+        target = gopath_clean(path)  # once per path, not once per policy
+        for policy, prefix in self._prefixes:
+            if (path == policy.path or target.startswith(prefix)) and (
                 best is None or len(policy.path) > len(best.path)
             ):
                 best = policy

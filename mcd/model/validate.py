@@ -29,12 +29,19 @@ are written, so this bounds the memory of an update)."""
 
 
 def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
-    """Every validation problem of ``cfg``; empty when it is valid."""
-    return (
-        list(_file_problems(cfg, prefix))
-        + list(_unit_problems(cfg, prefix))
-        + list(_user_problems(cfg, prefix))
-    )
+    """Every validation problem of ``cfg``; empty when it is valid. Worked out once per
+    config and prefix (a plan validates both configs, its gate the new one again, and the
+    next update's old config is this update's new one)."""
+    key = f"problems:{prefix}"
+    found = cfg.memo.get(key)
+    if found is None:
+        found = (
+            list(_file_problems(cfg, prefix))
+            + list(_unit_problems(cfg, prefix))
+            + list(_user_problems(cfg, prefix))
+        )
+        cfg.memo[key] = found
+    return list(found)
 
 
 def special_mode_problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:

@@ -198,3 +198,53 @@ def test_masks_are_validated_without_contents(
     assert len(found) == 1 and found[0].startswith(
         f"unexpected on-disk state validating against rendered-masks: {expected}"
     ), found
+
+
+class _States:
+    """Unit file states as systemd reports them; ``broken`` fails the call."""
+
+    def __init__(self, states: dict[str, str], broken: str = "") -> None:
+        self.states, self.broken = states, broken
+        self.asked: list[str] = []
+
+    def unit_file_state(self, unit: str) -> str:
+        self.asked.append(unit)
+        if unit == self.broken:
+            raise RuntimeError(f"no reply for {unit}")
+        return self.states.get(unit, "not-found")
+
+
+def _enabled_config() -> MachineConfig:
+    return mc(
+        "rendered-worker-1",
+        files=[file_entry("/etc/foo", "hello\n")],
+        units=[
+            {"name": "a.service", "contents": UNIT, "enabled": True},
+            {"name": "b.service", "contents": UNIT, "enabled": False},
+        ],
+    )
+
+
+def test_enablement_asked_while_files_are_read(tmp_path: Path) -> None:
+    """The states are asked ahead of the file checks; the report reads as before."""
+    write(tmp_path, "/etc/foo", "HELLO\n")
+    write(tmp_path, "/etc/systemd/system/a.service", UNIT)
+    write(tmp_path, "/etc/systemd/system/b.service", UNIT)
+    states = _States({"a.service": "disabled", "b.service": "disabled"})
+    report = validate_on_disk(_enabled_config(), Root(tmp_path), states)
+    assert report.reasons() == [
+        "unexpected on-disk state validating against rendered-worker-1: "
+        'content mismatch for file "/etc/foo"',
+        "unexpected on-disk state validating against rendered-worker-1: "
+        'unit "a.service" expected enabled=true, but systemd reports "disabled"',
+    ]
+    assert sorted(states.asked) == ["a.service", "b.service"]
+
+
+def test_a_failed_state_query_fails_the_validation(tmp_path: Path) -> None:
+    write(tmp_path, "/etc/foo", "hello\n")
+    write(tmp_path, "/etc/systemd/system/a.service", UNIT)
+    write(tmp_path, "/etc/systemd/system/b.service", UNIT)
+    states = _States({"a.service": "enabled"}, broken="b.service")
+    with pytest.raises(RuntimeError, match=r"no reply for b\.service"):
+        validate_on_disk(_enabled_config(), Root(tmp_path), states)
