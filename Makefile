@@ -23,8 +23,12 @@ lint:
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The suite over PYTEST_WORKERS processes: most of its time is waiting (agents as
+# subprocesses, containers booting), so the waits overlap even on 2 cores. A module that
+# shares one expensive fixture (the built image, a booted container) stays on one worker.
+PYTEST_WORKERS ?= 4
 unit:
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The absolute targets (times, MB); exits non-zero on a miss. Run it on a quiet machine.
 bench:

@@ -7,11 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
 from tests.fakes.realcluster import RealClusterSession
+
+# Machine load never fails a property test: no per-example deadline, no "too slow" health
+# check (make unit runs the suite over several workers on a busy 2-core machine). A test's own
+# @settings still sets its example count; it inherits these for what it leaves out.
+settings.register_profile("mcd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("mcd")
 
 
 @pytest.fixture(scope="session", autouse=True)

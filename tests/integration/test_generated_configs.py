@@ -10,7 +10,9 @@ config, on a fresh copy of a provisioned root.
 Whatever the input: no exception but a refusal (``ConfigError``, ``UpdateError``),
 no hang, nothing written beside the root, and the node is either exactly on the
 new config or still exactly on the old one, with no update journal left.
-``MCD_GENERATED_CONFIGS`` sets the count: 2,000 in the test suite, 10,000 in ``make faults``.
+``MCD_GENERATED_CONFIGS`` sets the count: 2,000 in the test suite, 10,000 in ``make faults``,
+run as ``SHARDS`` tests of an equal share each (independent random draws), so the workers of
+``make unit`` apply them side by side.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from tests.fakes.memory_systemd import MemorySystemd
 from tests.integration.test_bad_corpus import BASE, Snapshot, deadline, rhcos_links, snapshot
 
 COUNT = int(os.environ.get("MCD_GENERATED_CONFIGS", "2000"))
+SHARDS = 4
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBaseKey core@base"
 
 RESPELLED = [
@@ -239,13 +242,16 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MachineConfig]
     return root, load_machine_config(BASE.read_bytes())
 
 
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_generated_configs_never_crash_hang_escape_or_half_apply(
+    shard: int,
     base: tuple[Path, MachineConfig],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
 ) -> None:
     base_root, base_mc = base
+    count = COUNT // SHARDS + (shard < COUNT % SHARDS)  # the shares add up to COUNT
     # Each example writes and fsyncs a fresh root: on tmpfs when the machine has one.
     scratch = Path(tempfile.mkdtemp(dir="/dev/shm")) if os.path.isdir("/dev/shm") else tmp_path
     request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
@@ -253,7 +259,7 @@ def test_generated_configs_never_crash_hang_escape_or_half_apply(
     outcomes: Counter[str] = Counter()
 
     @settings(
-        max_examples=COUNT,
+        max_examples=count,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -291,7 +297,7 @@ def test_generated_configs_never_crash_hang_escape_or_half_apply(
 
     apply_one()
     with capsys.disabled():
-        print(f"\n{sum(outcomes.values())} generated configs:")
-        for outcome, count in outcomes.most_common():
-            print(f"  {count:>6}  {outcome}")
-    assert sum(outcomes.values()) >= COUNT * 0.99
+        print(f"\n{sum(outcomes.values())} generated configs (share {shard + 1} of {SHARDS}):")
+        for outcome, times in outcomes.most_common():
+            print(f"  {times:>6}  {outcome}")
+    assert sum(outcomes.values()) >= count * 0.99

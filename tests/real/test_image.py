@@ -18,6 +18,8 @@ from tests.real import podman_image
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
+# one worker builds the image once for the whole module (make unit spreads tests over workers)
+pytestmark = pytest.mark.xdist_group("real-image")
 
 
 @pytest.fixture(scope="module")

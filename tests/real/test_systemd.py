@@ -25,6 +25,8 @@ from tests.builders import mc, mc_doc
 from tests.real.systemd_container import SystemdContainer
 
 WANTS = "etc/systemd/system/multi-user.target.wants"
+# the module's tests share one booted container: one worker runs them all
+pytestmark = pytest.mark.xdist_group("real-systemd")
 
 
 def service(
