@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,6 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "tests" / "fakes" / "bin"
 IMAGE_A = "quay.io/openshift/os@sha256:aaaa"
 IMAGE_B = "quay.io/openshift/os@sha256:bbbb"
+SERVING = re.compile(r"Serving metrics, /healthz and /readyz on port (\d+)")
 
 Obj = dict[str, Any]
 
@@ -101,7 +103,7 @@ class AgentNode:
         self.name = cluster.node(base)
         self.drain_mode = drain_mode
         self.extra_args = extra_args
-        self.metrics_port = free_port()
+        self._ports: dict[int, int] = {}  # the agent's listener, per start (it binds port 0)
         self.log_path = workdir / "agent.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -183,7 +185,7 @@ class AgentNode:
             "--node-name", self.name,
             "--root-mount", str(self.root),
             "--drain-mode", self.drain_mode,
-            "--metrics-url", f"127.0.0.1:{metrics_port or self.metrics_port}",
+            "--metrics-url", f"127.0.0.1:{metrics_port or 0}",
             "--no-kubelet-healthz",
             *self.extra_args,
         ]  # fmt: skip
@@ -227,6 +229,20 @@ class AgentNode:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+    @property
+    def metrics_port(self) -> int:
+        """The port the running agent serves ``/metrics`` on, as it logged it (0 until then).
+        It binds port 0 each start: a port picked here and handed over could be taken by
+        another process in between (the suite runs on several workers)."""
+        start = self.starts - 1
+        if start not in self._ports:
+            log = self.log()
+            found = SERVING.findall(log[log.rfind(f"--- start {start} ---") :])
+            if not found:
+                return 0
+            self._ports[start] = int(found[-1])
+        return self._ports[start]
 
     @property
     def running(self) -> bool:
@@ -307,6 +323,8 @@ class AgentNode:
             return str(response.read().decode())
 
     def probe(self, path: str) -> tuple[int, str]:
+        if not self.metrics_port:
+            return 0, "the agent is not listening yet"
         url = f"http://127.0.0.1:{self.metrics_port}{path}"
         try:
             with urllib.request.urlopen(url, timeout=5) as response:

@@ -12,7 +12,7 @@ from pathlib import Path
 from mcd.cluster.api import USER_AGENT
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import AgentNode, create_config, free_port
+from tests.e2e.harness import AgentNode, create_config
 from tests.e2e.scenarios import boot_on
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
@@ -22,7 +22,7 @@ WAITING = "is managed by another agent on this host (pid "
 
 def second_agent(node: AgentNode, log: Path, port: int | None = None) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen(node.command(port or free_port()), stdout=out,
+        return subprocess.Popen(node.command(port), stdout=out,
                                 stderr=subprocess.STDOUT, env=node.env())  # fmt: skip
 
 
