@@ -139,8 +139,11 @@ def test_reload_policy_reports_the_reloaded_service(
         post["message"] == f"Action during update to {new}: Node has reloaded service app.service"
     )
     assert last["NodeDegraded"]["message"] == f"Node {node.name} upgrade succeeded"
-    if fake is not None:  # prepared; executing; applied + post action + updated (as before)
-        assert len(writes) == 3
+    if fake is not None:  # prepared + executing (no drain: one write); applied + post + updated
+        assert len(writes) == 2
+        first = {c["type"]: c["status"] for c in writes[0]["conditions"]}
+        assert first["UpdatePrepared"] == "True"
+        assert first["UpdateExecuted"] == "Unknown"  # upstream: executing
 
 
 def test_certificate_writer_failure_shows_in_the_machineconfignode(
