@@ -97,15 +97,18 @@ def test_missing_machineconfig_degrades_then_recovers_when_created(
     node.set_desired(new)
     node.wait_state("Degraded")
     assert node.reason() == f'machineconfig.machineconfiguration.openshift.io "{new}" not found'
-    time.sleep(2)  # let the backoff grow: recovery must not wait for it
+    # let the backoff grow (retries 1, 2, 4, 8, 16 s apart: after 16 s the next is ~15 s away),
+    # so a recovery that waited for it is told from one the MachineConfig's creation woke,
+    # with room for a loaded machine
+    time.sleep(16)
     started = time.monotonic()
     create_config(kube_cluster, worker(new, key=KEY_B))
-    node.wait_state("Done", new)
-    assert time.monotonic() - started < 5
+    node.wait_state("Done", new, timeout=30)
+    assert time.monotonic() - started < 12
     assert node.reboots_requested() == 0
 
 
-def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(
+def test_drifted_file_degrades_at_once_and_recovers_when_restored(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     node = make_node()
@@ -115,9 +118,11 @@ def test_drifted_file_degrades_within_a_second_and_recovers_when_restored(
     node.wait_for(lambda: "Config Drift Monitor started" in node.log(), 10, "drift monitor")
     started = time.monotonic()
     conf.write_text("threads=400\n")
-    node.wait_state("Degraded", timeout=5)
+    node.wait_state("Degraded", timeout=30)
     took = time.monotonic() - started
-    assert took < 1.0, f"drift noticed after {took:.2f}s"
+    # inotify, not the resync (300 s): well under a second on a quiet machine; the bound
+    # leaves room for a loaded one
+    assert took < 10, f"drift noticed after {took:.2f}s"
     assert node.reason() == (
         f'unexpected on-disk state validating against {name}: content mismatch for file "/etc/app/app.conf"'
     )
