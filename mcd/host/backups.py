@@ -14,7 +14,10 @@ and Ubuntu nodes, beyond upstream, which skips preservation without rpm).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 
 from mcd.host import fsops
 from mcd.host.errors import HostError
@@ -44,15 +47,44 @@ class PackageDatabase:
     def __init__(self, root: Root, runner: Runner) -> None:
         self._root = root
         self._runner = runner
+        self._scoped = threading.local()
+
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within this block, and in this thread only, look for the rpm and dpkg databases
+        once: for one writer's batch (a transaction's files), not on every file."""
+        if getattr(self._scoped, "active", False):
+            yield  # a nested batch shares the outer one's answer
+            return
+        self._scoped.active, self._scoped.manager = True, None
+        try:
+            yield
+        finally:
+            self._scoped.active, self._scoped.manager = False, None
 
     def owns(self, path: str) -> bool:
         if path.startswith("/etc") and self._root.exists("/usr" + path):
             return True  # ostree ships the pristine /etc under /usr/etc
-        if any(self._root.exists(rpm) for rpm in RPM_BINARIES):
+        manager = self._manager()
+        if manager == "rpm":
             return self._rpm_owns(path)
-        if self._root.exists(DPKG_ADMINDIR + "/status"):
+        if manager == "dpkg":
             return self._dpkg_owns(path)
         return False
+
+    def _manager(self) -> str:
+        """``rpm``, ``dpkg`` or ``""`` (none): remembered within :meth:`remembering`."""
+        remembered: str | None = getattr(self._scoped, "manager", None)
+        if remembered is not None:
+            return remembered
+        manager = ""
+        if any(self._root.exists(rpm) for rpm in RPM_BINARIES):
+            manager = "rpm"
+        elif self._root.exists(DPKG_ADMINDIR + "/status"):
+            manager = "dpkg"
+        if getattr(self._scoped, "active", False):
+            self._scoped.manager = manager
+        return manager
 
     def _rpm_owns(self, path: str) -> bool:
         argv = ["rpm", "-qf", path]
@@ -85,6 +117,10 @@ class Backups:
     def __init__(self, root: Root, packages: PackageDatabase) -> None:
         self._root = root
         self._packages = packages
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """For one writer's batch: the package database is looked for once, not per file."""
+        return self._packages.remembering()
 
     def preserve(self, path: str, source: str | None = None) -> None:
         """Back up ``source`` (default ``path``) before ``path`` is first overwritten."""

@@ -41,10 +41,12 @@ class HostEffects:
         )
 
     def write_units(self, units: Iterable[Unit]) -> None:
-        UnitWriter(self.root, self.systemd, self.backups).write(units)
+        with self.backups.batch():
+            UnitWriter(self.root, self.systemd, self.backups).write(units)
 
     def delete_stale_data(self, old: IgnitionConfig, new: IgnitionConfig) -> None:
-        stale.delete_stale_data(self.root, old, new, self.backups, self.systemd)
+        with self.backups.batch():
+            stale.delete_stale_data(self.root, old, new, self.backups, self.systemd)
 
     def update_ssh_keys(self, new: Sequence[User]) -> bool:
         return users.update_ssh_keys(self.root, new, Accounts(self.root))

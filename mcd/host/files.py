@@ -32,7 +32,9 @@ def write_files(
     bad entry fails the whole call with nothing on disk changed. Returns the
     number of files written.
     """
-    with root.caching():  # parents resolved once per batch, forgotten on any dir/link change
+    # parents resolved once per batch, forgotten on any dir/link change; the package
+    # database (rpm or dpkg, for the backups) looked for once per batch
+    with root.caching(), backups.batch():
         return _write_files(root, files, backups, accounts, skip_certificate_write, on_written)
 
 

@@ -190,6 +190,21 @@ def test_os_file_is_backed_up_and_restored_when_its_entry_goes(node_root: Path) 
     assert not backup.exists()
 
 
+def test_the_package_database_is_looked_for_afresh_by_every_batch(node_root: Path) -> None:
+    """Within one batch of files the rpm/dpkg database is looked for once; the next batch
+    looks again, so a database that appears in between decides that batch's backups."""
+    (node_root / "etc/motd").write_text("Welcome to the OS\n")
+    (node_root / "etc/issue").write_text("OS release\n")
+    fx = effects(node_root)
+    fx.write_files(mc(files=[file_entry("/etc/motd", "managed\n")]).ignition.files)
+    meta = node_root / "etc/machine-config-daemon"
+    assert (meta / "noorig/etc/motd.mcdnoorig").exists()  # no database: not OS content
+    dpkg_database(node_root, "base-files", ["/etc/motd", "/etc/issue"])
+    fx.write_files(mc(files=[file_entry("/etc/issue", "managed\n")]).ignition.files)
+    assert (meta / "orig/etc/issue.mcdorig").read_text() == "OS release\n"
+    assert not (meta / "noorig/etc/issue.mcdnoorig").exists()
+
+
 def test_ostree_usr_etc_marks_original_content(node_root: Path) -> None:
     (node_root / "usr/etc").mkdir(parents=True)
     (node_root / "usr/etc/chrony.conf").write_text("pool 2.rhel.pool.ntp.org\n")
