@@ -130,8 +130,12 @@ def write_file(
     """
     host_path = target_path(root, node_path)
     _make_dirs(root, os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
-    was_link = os.path.islink(host_path)
-    if not was_link and os.path.isdir(host_path):
+    try:
+        kind = stat.S_IFMT(os.lstat(host_path).st_mode)  # one lstat: link? directory?
+    except OSError:
+        kind = 0  # nothing there (the rename will say if it cannot be written)
+    was_link = kind == stat.S_IFLNK
+    if kind == stat.S_IFDIR:
         raise HostError(f"cannot write file {node_path}: a directory is in the way")
 
     def fill(fd: int) -> None:

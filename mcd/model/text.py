@@ -7,6 +7,8 @@ import json
 
 def goquote(s: str) -> str:
     """Quote like Go's ``%q``: double quotes, backslash escapes."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'  # nothing to escape (a path, usually: one per written file's log line)
     return json.dumps(s, ensure_ascii=False)
 
 
