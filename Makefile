@@ -26,7 +26,9 @@ lint:
 # The suite over PYTEST_WORKERS processes: most of its time is waiting (agents as
 # subprocesses, containers booting), so the waits overlap even on 2 cores. A module that
 # shares one expensive fixture (the built image, a booted container) stays on one worker.
-PYTEST_WORKERS ?= 4
+# Against a real cluster (MCD_TEST_KUBECONFIG) the workers would share its cluster-scoped
+# objects (MachineConfigs such as 00-worker, the controller's Lease), so that run is serial.
+PYTEST_WORKERS ?= $(if $(MCD_TEST_KUBECONFIG),0,4)
 unit:
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 

@@ -84,3 +84,13 @@ def fake_api(kube_cluster: TestCluster) -> FakeApiServer:
     if kube_cluster.fake is None:
         pytest.skip("fault injection needs the fake API server")
     return kube_cluster.fake
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A real cluster is one for the whole run: its cluster-scoped objects (MachineConfigs
+    such as ``00-worker``, the controller's Lease) would be shared by xdist workers."""
+    workers = getattr(config.option, "numprocesses", None)
+    if os.environ.get("MCD_TEST_KUBECONFIG") and workers:
+        raise pytest.UsageError(
+            f"MCD_TEST_KUBECONFIG: a run against a real cluster is serial (-n 0), not -n {workers}"
+        )
