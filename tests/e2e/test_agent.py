@@ -265,9 +265,8 @@ def test_booting_the_old_deployment_retries_the_update(
     boot_on(node, kube_cluster)
     new = update_to(node, kube_cluster, image=IMAGE_B)
     node.wait_reboot()
-    state = node.rpm()  # ostree-finalize-staged failed: the staged deployment is gone
-    state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
-    rpm_ostree.save(node.rpm_state, state)
+    with rpm_ostree.edit(node.rpm_state) as state:  # ostree-finalize-staged failed
+        state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
     node.reboot(boot_staged=False)
     node.wait_reboot(count=2)  # staged again and rebooted again, never declared Done
     assert node.state() == "Working"

@@ -337,10 +337,11 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
         for node in nodes:
             node.wait_state("Done", first)
         broken = nodes[0]
-        state = broken.rpm()
-        state["fail"]["rebase"] = "error: pinging container registry quay.io: connection refused"
-        state["fail_times"]["rebase"] = 10_000
-        rpm_ostree.save(broken.rpm_state, state)
+        with rpm_ostree.edit(broken.rpm_state) as state:
+            state["fail"]["rebase"] = (
+                "error: pinging container registry quay.io: connection refused"
+            )
+            state["fail_times"]["rebase"] = 10_000
         with Rebooter(nodes):
             image = {"spec": {"osImageURL": IMAGE_B}}
             cluster.create(MACHINECONFIGS, machine_config("60-os", "worker", image))
@@ -365,9 +366,9 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
             assert updating.endswith(f"; stopped: {broken.name} failed to apply it")
             assert get_pool(cluster, "worker")["status"]["degradedMachineCount"] == 1
 
-            state = broken.rpm()  # the registry is back: node 0 recovers, the rollout goes on
-            state["fail"].pop("rebase")
-            rpm_ostree.save(broken.rpm_state, state)
+            # the registry is back: node 0 recovers, the rollout goes on
+            with rpm_ostree.edit(broken.rpm_state) as state:
+                state["fail"].pop("rebase")
             wait(
                 lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
                 120,

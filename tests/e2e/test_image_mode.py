@@ -117,10 +117,9 @@ def test_an_image_that_cannot_be_pulled_rolls_back_and_is_retried(
     node = make_node(fake_systemd=True)
     node.base_env[RETRY_ENV] = "0.01"
     name = boot_on(node, kube_cluster)
-    state = node.rpm()
-    state["fail"]["rebase"] = f"error: reading manifest in {OCL_IMAGE}: manifest unknown"
-    state["fail_times"]["rebase"] = 10_000
-    rpm_ostree.save(node.rpm_state, state)
+    with rpm_ostree.edit(node.rpm_state) as state:
+        state["fail"]["rebase"] = f"error: reading manifest in {OCL_IMAGE}: manifest unknown"
+        state["fail_times"]["rebase"] = 10_000
     new = update_to(node, kube_cluster, desired_image=OCL_IMAGE, app="threads=8\n")
     node.wait_state("Degraded", timeout=60)
     assert node.reason().startswith(f"failed to update OS to {OCL_IMAGE} after retries: ")
@@ -131,9 +130,8 @@ def test_an_image_that_cannot_be_pulled_rolls_back_and_is_retried(
     assert not node.path(CURRENT_IMAGE_PATH).exists()
     assert node.reboots_requested() == 0
 
-    state = node.rpm()  # the image is pushed: the retry goes through
-    state["fail"].pop("rebase")
-    rpm_ostree.save(node.rpm_state, state)
+    with rpm_ostree.edit(node.rpm_state) as state:  # the image is pushed: the retry goes through
+        state["fail"].pop("rebase")
     node.wait_reboot(timeout=60)
     node.reboot()
     node.wait_state("Done", new)
@@ -228,9 +226,8 @@ def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_inst
     node.wait_reboot()
     assert ["update", "--install", "krb5-workstation", "--install", "libkadm5", "--install",
             "usbguard"] in [c["argv"] for c in node.rpm()["calls"]]  # fmt: skip
-    state = node.rpm()
-    state["rpmdb_missing"] = ["libkadm5"]  # staged, yet not in the booted rpm database
-    rpm_ostree.save(node.rpm_state, state)
+    with rpm_ostree.edit(node.rpm_state) as state:  # staged, yet not in the booted rpm database
+        state["rpmdb_missing"] = ["libkadm5"]
     node.reboot()
     node.wait_state("Degraded", timeout=30)
     assert node.reason() == (
@@ -239,9 +236,8 @@ def test_an_extension_package_missing_after_the_reboot_degrades_until_it_is_inst
         "per set: [[libkadm5]]"
     )
     assert node.annotations()[Annotation.CURRENT_CONFIG] != new  # not marked done
-    state = node.rpm()
-    state["rpmdb_missing"] = []
-    rpm_ostree.save(node.rpm_state, state)
+    with rpm_ostree.edit(node.rpm_state) as state:
+        state["rpmdb_missing"] = []
     node.wait_state("Done", new, timeout=60)
     assert node.reboots_requested() == 1
 

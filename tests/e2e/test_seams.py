@@ -48,9 +48,8 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
     new = update_to(node, kube_cluster, image=IMAGE_B)
     for attempt in range(1, 5):  # the first boot and MAX_RETRIES (3) retries
         node.wait_reboot(count=attempt)
-        state = node.rpm()  # ostree-finalize-staged fails every time
-        state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
-        rpm_ostree.save(node.rpm_state, state)
+        with rpm_ostree.edit(node.rpm_state) as state:  # ostree-finalize-staged fails each time
+            state["deployments"] = [d for d in state["deployments"] if not d["staged"]]
         node.reboot(boot_staged=False)
     node.wait_state("Degraded")
     assert node.reason() == (

@@ -21,10 +21,14 @@ The harness boots the staged deployment with :func:`boot_staged`.
 """
 
 import configparser
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +127,30 @@ def save(path: Path, state: State) -> None:
         for d in _from_sysroot(state):
             if _name(d) not in names:
                 ostree_sysroot.undeploy(Path(state["sysroot"]), _name(d))
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(state, indent=1))
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """The state's one writer at a time: every stand-in call and every test's edit, so an
+    agent's call never writes back a state read before a test's change (a lost update)."""
+    with open(path.with_name(f"{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def edit(path: Path) -> Iterator[State]:
+    """A test's change to the state while an agent may be calling the stand-in."""
+    with locked(path):
+        state = load(path)
+        yield state
+        save(path, state)
 
 
 def boot_staged(path: Path) -> bool:
@@ -246,6 +271,11 @@ def _not_in_repos(state: State, packages: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     path = Path(os.environ["MCD_FAKE_RPMOSTREE_STATE"])
+    with locked(path):
+        return _call(path, argv)
+
+
+def _call(path: Path, argv: list[str]) -> int:
     state = load(path)
     verb = argv[0] if argv else ""
     state["calls"].append({"argv": argv, "client": os.environ.get("RPMOSTREE_CLIENT_ID", "")})

@@ -262,10 +262,9 @@ def test_rpm_ostree_rebase_fails_once(kind: str, cell_for: Callable[[str], Cell]
     """A pull that fails once is retried in place (upstream's rebase retry): no Degraded."""
     started = time.monotonic()
     c = cell_for(kind)
-    state = rpm_ostree.load(c.node.rpm_state)
-    state["fail"]["rebase"] = "error: Writing OSTree commit: No space left on device"
-    state["fail_times"]["rebase"] = 1
-    rpm_ostree.save(c.node.rpm_state, state)
+    with rpm_ostree.edit(c.node.rpm_state) as state:
+        state["fail"]["rebase"] = "error: Writing OSTree commit: No space left on device"
+        state["fail_times"]["rebase"] = 1
     new, doc = c.update()
     c.node.set_desired(new)
     c.sup.done_on(new)
@@ -281,15 +280,13 @@ def test_rpm_ostree_rebase_fails_once(kind: str, cell_for: Callable[[str], Cell]
 def test_rpm_ostree_rebase_keeps_failing(kind: str, cell_for: Callable[[str], Cell]) -> None:
     c = cell_for(kind)
     message = "error: Pulling image: manifest unknown"
-    state = rpm_ostree.load(c.node.rpm_state)
-    state["fail"]["rebase"] = message
-    state["fail_times"]["rebase"] = 1_000_000
-    rpm_ostree.save(c.node.rpm_state, state)
+    with rpm_ostree.edit(c.node.rpm_state) as state:
+        state["fail"]["rebase"] = message
+        state["fail_times"]["rebase"] = 1_000_000
 
     def clear() -> None:
-        fixed = rpm_ostree.load(c.node.rpm_state)
-        fixed["fail"] = {}
-        rpm_ostree.save(c.node.rpm_state, fixed)
+        with rpm_ostree.edit(c.node.rpm_state) as fixed:
+            fixed["fail"] = {}
 
     _old_then_target(c, REASONS["rpm-ostree"], clear, "rpm-ostree keeps failing")
 
