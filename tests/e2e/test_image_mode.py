@@ -39,6 +39,14 @@ def booted(node: object) -> dict[str, object]:
     return next(d for d in node.rpm()["deployments"] if d["booted"])  # type: ignore[attr-defined]
 
 
+def assert_on_image(node: AgentNode, image: str) -> None:
+    """Booted from ``image`` and saying so: the Node's currentImage, the file beside the
+    current config, and rpm-ostree's booted deployment."""
+    assert node.annotations()[Annotation.CURRENT_IMAGE] == image
+    assert node.path(CURRENT_IMAGE_PATH).read_text() == image
+    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{image}"
+
+
 def test_desired_image_rebases_reports_current_image_and_reverts(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
@@ -52,9 +60,7 @@ def test_desired_image_rebases_reports_current_image_and_reverts(
     assert Annotation.CURRENT_IMAGE not in node.annotations()  # not before the image boots
     node.reboot()
     node.wait_state("Done", new)
-    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
-    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
-    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
+    assert_on_image(node, OCL_IMAGE)
     on_disk = json.loads(node.path(CURRENT_CONFIG_PATH).read_text())
     assert on_disk["metadata"]["name"] == new
     assert on_disk["spec"]["osImageURL"] == IMAGE_A  # the config as the cluster has it
@@ -160,9 +166,7 @@ def test_bootstrap_pivot_goes_to_the_current_image_of_node_annotations(
     node.reboot()
     node.wait_for(lambda: node.path(INITIAL_ANNOTATIONS_BAK).exists(), 30, "bootstrap done")
     node.wait_state("Done", name)
-    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
-    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
-    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
+    assert_on_image(node, OCL_IMAGE)
     assert node.reboots_requested() == 1
 
 
@@ -194,9 +198,7 @@ def test_desired_image_changed_during_the_drain_rebases_to_the_new_image_once(
     ]
     node.reboot()
     node.wait_state("Done", new)
-    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE_2
-    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE_2
-    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE_2}"
+    assert_on_image(node, OCL_IMAGE_2)
     assert node.reboots_requested() == 1
 
 
@@ -267,7 +269,5 @@ def test_force_file_on_a_layered_node_rebases_to_its_image_again_and_repairs_dri
     assert not node.path("/run/machine-config-daemon-force").exists()  # consumed
     node.reboot()
     node.wait_state("Done", new)
-    assert node.annotations()[Annotation.CURRENT_IMAGE] == OCL_IMAGE
-    assert node.path(CURRENT_IMAGE_PATH).read_text() == OCL_IMAGE
-    assert booted(node)["container-image-reference"] == f"ostree-unverified-registry:{OCL_IMAGE}"
+    assert_on_image(node, OCL_IMAGE)
     assert node.reboots_requested() == 2
