@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Row, paired, with_load_check
-from mcd.model.dataurl import encode_data_url
-from mcd.model.render import ROLE_LABEL, render
+from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.pool.render import ROLE_LABEL, render
 from mcd.model.vocabulary import Annotation
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.apiserver.cluster import NODES

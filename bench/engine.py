@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Row, paired, with_load_check
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
-from mcd.host.validation import validate_on_disk
-from mcd.model.dataurl import encode_data_url
+from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.machineconfig import load_machine_config
-from mcd.model.plan import make_plan
+from mcd.model.planning.plan import make_plan
 
 PLAN_LOAD_RATIO = 80.0
 """``make test``'s limit for parse+diff+plan over ``json.loads`` of the same documents."""

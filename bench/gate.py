@@ -25,20 +25,20 @@ import uuid
 from pathlib import Path
 
 from bench.common import Row, ratio_check, with_load_check
-from mcd.agent import bootgate
-from mcd.agent.handles import Node
-from mcd.agent.health import HealthGate
-from mcd.agent.journal import Journal
-from mcd.agent.once import once_from
-from mcd.agent.resume import recover
-from mcd.agent.transaction import Outcome, Transaction, UpdateError
+from mcd.agent.commands.once import once_from
+from mcd.agent.safety import gateboots
+from mcd.agent.safety.health import HealthGate
+from mcd.agent.update.handles import Node
+from mcd.agent.update.journal import Journal
+from mcd.agent.update.resume import recover
+from mcd.agent.update.transaction import Outcome, Transaction, UpdateError
 from mcd.host.effects import HostEffects
+from mcd.host.osupdate.rpmostree import RpmOstree
 from mcd.host.rootfs import Root
-from mcd.host.rpmostree import RpmOstree
-from mcd.model.health import REQUIRED_DIR, GateSettings, Verdict
+from mcd.model.disruption.policy import DisruptionPolicies, FilePolicy, restart
 from mcd.model.machineconfig import MachineConfig, load_machine_config
-from mcd.model.plan import make_plan
-from mcd.model.policy import DisruptionPolicies, FilePolicy, restart
+from mcd.model.node.health import REQUIRED_DIR, GateSettings, Verdict
+from mcd.model.planning.plan import make_plan
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.e2e.harness import BIN, make_root
@@ -148,7 +148,7 @@ def bench_reboot(tmp: Path, rounds: int = 3) -> Row:
         figures.append(time.perf_counter() - gate.verdict_at)
         _boot(root, state)  # into the previous deployment
         assert not Journal(node.root).pending()
-        bootgate.clear(node.root)
+        gateboots.clear(node.root)
     figure, base = statistics.median(figures), statistics.median(baselines)
     text, ok = ratio_check(figure, base, TARGET)
     row = Row(

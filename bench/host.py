@@ -13,9 +13,9 @@ from bench.common import Row, paired, with_load_check
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
-from mcd.model.dataurl import encode_data_url
-from mcd.model.ignition import Contents, File, IgnitionConfig
+from mcd.host.systemd.offline import OfflineSystemd
+from mcd.model.ignition.config import Contents, File, IgnitionConfig
+from mcd.model.ignition.dataurl import encode_data_url
 
 KIB, MIB = 1 << 10, 1 << 20
 

@@ -27,7 +27,7 @@ from bench.common import Row, print_table
 from bench.scale import ScaleNode, wait_until
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
-from mcd.model.render import ROLE_LABEL
+from mcd.model.pool.render import ROLE_LABEL
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.harness import REPO, free_port

@@ -38,12 +38,12 @@ from typing import Any
 
 from bench.agent import MINIMAL_WATCHER, rss_mb
 from bench.common import Row, print_table
-from mcd.agent.once import node_for, once_from
+from mcd.agent.commands.once import node_for, once_from
 from mcd.cluster.api import USER_AGENT
 from mcd.cluster.node import annotations_of
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
+from mcd.host.systemd.offline import OfflineSystemd
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.harness import REPO, create_config, free_port, make_root

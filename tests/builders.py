@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcd.model.dataurl import encode_data_url
+from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 
 

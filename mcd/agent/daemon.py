@@ -6,12 +6,12 @@ Threads, each doing one thing:
   Node to the worker, which wakes when anything the agent answers for differs
   from what it last knew, unless the version is the agent's own write; a
   periodic resync reads the Node afresh and syncs anyway
-  (:mod:`mcd.agent.wakeups`);
+  (:mod:`mcd.agent.sync.wakeups`);
 * the worker runs one sync at a time: the boot checks first, then a sync per
   wake-up, always decided from the newest Node the agent knows (its own last
   write or a later watch event, never an older one). A sync is level-triggered:
   an update when one is due, else the Node corrected to what the node is
-  (:mod:`mcd.agent.nodesync`). A failed sync marks the node ``Degraded`` (or
+  (:mod:`mcd.agent.sync.nodesync`). A failed sync marks the node ``Degraded`` (or
   ``Unreconcilable``) and is retried with backoff from 1 s to 60 s; the drift
   monitor, a created MachineConfig or the force file wake it at once, and no
   wake-up cancels a pending retry;
@@ -37,20 +37,22 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypeVar
 
-from mcd.agent import progress, rebootstrap, trymode
-from mcd.agent.boot import boot
-from mcd.agent.certsync import run_certificate_writer
-from mcd.agent.drift import DriftMonitor
-from mcd.agent.guard import SigtermGuard
-from mcd.agent.metrics import Metrics
-from mcd.agent.nodesync import sync_node
-from mcd.agent.once import node_for
-from mcd.agent.ownership import take_node
-from mcd.agent.sidewatch import LoginReporter, poll_kubelet
-from mcd.agent.status import NodeStatus
-from mcd.agent.transaction import UpdateError
-from mcd.agent.update import Context, MissingConfig, Retarget, SyncError, Unreconcilable
-from mcd.agent.wakeups import Wakeups
+from mcd.agent.boot import rebootstrap
+from mcd.agent.boot.firstrun import boot
+from mcd.agent.commands.once import node_for
+from mcd.agent.report.drift import DriftMonitor
+from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
+from mcd.agent.report.status import NodeStatus
+from mcd.agent.safety import trymode
+from mcd.agent.safety.guard import SigtermGuard
+from mcd.agent.sync.certsync import run_certificate_writer
+from mcd.agent.sync.nodesync import sync_node
+from mcd.agent.sync.ownership import take_node
+from mcd.agent.sync.wakeups import Wakeups
+from mcd.agent.update import progress
+from mcd.agent.update.context import Context, MissingConfig, Retarget, SyncError, Unreconcilable
+from mcd.agent.update.transaction import UpdateError
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
@@ -59,15 +61,15 @@ from mcd.cluster.node import NodeWriter
 from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
+from mcd.host.checks.kubelet import DEFAULT_ENDPOINT
 from mcd.host.errors import HostError
-from mcd.host.journal import notify
-from mcd.host.kubelet import DEFAULT_ENDPOINT
-from mcd.host.osrelease import read_os_release
+from mcd.host.osupdate.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.statusserver import StatusServer
-from mcd.host.systemd import SystemdError
+from mcd.host.systemd.journal import notify
+from mcd.host.systemd.manager import SystemdError
+from mcd.model.certificates.serviceca import is_x509_error
 from mcd.model.errors import ConfigError
-from mcd.model.serviceca import is_x509_error
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

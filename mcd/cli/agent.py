@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
+from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.agent.daemon import Agent, Options
-from mcd.agent.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.cli import pools
 from mcd.cli.common import (
     EXIT_ERROR,
@@ -25,8 +25,8 @@ from mcd.cli.common import (
 )
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.api import ConfigurationError as ApiConfigError
-from mcd.host.journal import LOG_FORMATS, configure_logging
-from mcd.host.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
+from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
+from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
 
 
 @click.command("start")

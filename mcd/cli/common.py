@@ -124,7 +124,7 @@ def console_logging(journal: bool = True) -> None:
     detail with ``-vv``, nothing with ``-q``; and to the journal where journald runs."""
     import logging  # noqa: PLC0415  (plan, diff and validate log nothing: no start-up cost)
 
-    from mcd.host.journal import configure_console  # noqa: PLC0415  (loads systemd-python)
+    from mcd.host.systemd.journal import configure_console  # noqa: PLC0415  (loads systemd-python)
 
     v = verbosity()
     level = {-1: logging.CRITICAL + 1, 0: logging.WARNING, 1: logging.INFO}.get(v, logging.DEBUG)

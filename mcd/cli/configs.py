@@ -27,7 +27,7 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document
 
 if TYPE_CHECKING:
-    from mcd.model.plan import UpdatePlan
+    from mcd.model.planning.plan import UpdatePlan
 
 # Each command imports what only it uses inside its body (PLC0415): start-up is most of
 # what these commands cost, and `mcd diff` need not load the planner or the host layer.
@@ -60,13 +60,13 @@ def plan(
     """
     import dataclasses  # noqa: PLC0415
 
-    from mcd.model.describe import describe_plan  # noqa: PLC0415
-    from mcd.model.plan import make_plan  # noqa: PLC0415
-    from mcd.model.policy import (  # noqa: PLC0415
+    from mcd.model.disruption.policy import (  # noqa: PLC0415
         DEFAULT_POLICIES,
         merge_policies,
         parse_user_policies,
     )
+    from mcd.model.planning.describe import describe_plan  # noqa: PLC0415
+    from mcd.model.planning.plan import make_plan  # noqa: PLC0415
 
     if node_name is not None:
         if old is not None or policy_file is not None or force or legacy:
@@ -93,7 +93,7 @@ def plan(
 
 def cluster_plan(node: str, kubeconfig: str | None) -> UpdatePlan:
     """The agent's plan for NODE, from the cluster (``mcd plan --from-cluster``)."""
-    from mcd.agent.inspect import pending_plan  # noqa: PLC0415
+    from mcd.agent.commands.inspect import pending_plan  # noqa: PLC0415
     from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
     from mcd.cluster.configs import MachineConfigNotFound  # noqa: PLC0415
@@ -119,10 +119,10 @@ def validate(config: Path, root: Path) -> None:
     ``systemctl --root`` for an offline root). Prints every mismatch (never file
     contents). Exit 0 when the node matches, 2 when it does not, 1 on bad input.
     """
+    from mcd.host.ondisk.validation import validate_on_disk  # noqa: PLC0415
     from mcd.host.rootfs import Root  # noqa: PLC0415
     from mcd.host.runner import Runner  # noqa: PLC0415
-    from mcd.host.systemd import connect as connect_systemd  # noqa: PLC0415
-    from mcd.host.validation import validate_on_disk  # noqa: PLC0415
+    from mcd.host.systemd.connect import connect as connect_systemd  # noqa: PLC0415
 
     mc = read_config(config)
     node = Root(root)
@@ -154,7 +154,7 @@ def diff(config_a: Path, config_b: Path, exit_code: bool) -> None:
     shown as changed, never printed; so are SSH keys and password hashes.
     Exit 0, or with --exit-code 2 when the configs differ; 1 on bad or missing input.
     """
-    from mcd.model.filediff import render_diff  # noqa: PLC0415
+    from mcd.model.planning.filediff import render_diff  # noqa: PLC0415
 
     text, differs = render_diff(read_config(config_a), read_config(config_b))
     say(text or "no differences\n", nl=False)

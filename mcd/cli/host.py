@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from mcd.agent import recovery
-from mcd.agent.firstboot import ENCAPSULATED, firstboot_complete
-from mcd.agent.journal import StateError
-from mcd.agent.once import node_for, run_once
-from mcd.agent.pivot import PULLSPEC, pivot
-from mcd.agent.restore import RestoreError, restore
-from mcd.agent.transaction import UpdateError
-from mcd.agent.trymode import TryError
+from mcd.agent.boot.firstboot import ENCAPSULATED, firstboot_complete
+from mcd.agent.commands import recovery
+from mcd.agent.commands.once import node_for, run_once
+from mcd.agent.commands.pivot import PULLSPEC, pivot
+from mcd.agent.commands.restore import RestoreError, restore
+from mcd.agent.safety.trymode import TryError
+from mcd.agent.update.journal import StateError
+from mcd.agent.update.transaction import UpdateError
 from mcd.cli.common import (
     EXIT_ERROR,
     EXIT_MISMATCH,
@@ -31,7 +31,7 @@ from mcd.cli.common import (
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
-from mcd.model.health import parse_duration
+from mcd.model.node.health import parse_duration
 from mcd.model.text import printable
 
 

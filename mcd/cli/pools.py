@@ -22,7 +22,7 @@ from mcd.cli.common import (
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
-    from mcd.model.windows import WindowState
+    from mcd.model.pool.windows import WindowState
 
 # The cluster client and the controller load inside the commands that use them, so that
 # ``mcd plan OLD NEW`` starts without them.
@@ -66,7 +66,7 @@ def controller_command(
     """Render MachineConfigPools and roll them out to their nodes (one leader at a time)."""
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
     from mcd.controller.run import Controller, ControllerOptions  # noqa: PLC0415
-    from mcd.host.journal import configure_logging  # noqa: PLC0415
+    from mcd.host.systemd.journal import configure_logging  # noqa: PLC0415
 
     configure_logging()
     options = ControllerOptions(
@@ -137,7 +137,7 @@ def plan_command(
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415
     from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
     from mcd.controller.preview import describe_preview, preview_pool  # noqa: PLC0415
-    from mcd.model.pools import SelectorError  # noqa: PLC0415
+    from mcd.model.pool.pools import SelectorError  # noqa: PLC0415
 
     try:
         kube = Kube(load_client(kubeconfig))
@@ -167,7 +167,7 @@ def _window(pool: dict[str, object]) -> WindowState | None:
     from datetime import UTC, datetime  # noqa: PLC0415
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
 
-    from mcd.model.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state  # noqa: PLC0415
+    from mcd.model.pool.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state  # noqa: PLC0415
 
     meta = pool.get("metadata")
     annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}

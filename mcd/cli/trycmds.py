@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from mcd.agent import trymode
-from mcd.agent.journal import StateError
-from mcd.agent.once import node_for, revert_due
-from mcd.agent.transaction import UpdateError
+from mcd.agent.commands.once import node_for, revert_due
+from mcd.agent.safety import trymode
+from mcd.agent.update.journal import StateError
+from mcd.agent.update.transaction import UpdateError
 from mcd.cli.common import existing_root, fail, output_options, say
 from mcd.host.errors import HostError
 from mcd.host.lock import writer_lock

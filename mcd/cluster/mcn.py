@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.node import annotations_of
-from mcd.model.mcn import NOT_YET_SET, Condition, next_status, pool_of
+from mcd.model.node.mcn import NOT_YET_SET, Condition, next_status, pool_of
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)

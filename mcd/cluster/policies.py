@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 
 from mcd.cluster.api import ApiError, Kube
-from mcd.model.policy import DEFAULT_POLICIES, DisruptionPolicies
-from mcd.model.policy_status import NOT_UP_TO_DATE, parse_status_policies, status_ready
+from mcd.model.disruption.policy import DEFAULT_POLICIES, DisruptionPolicies
+from mcd.model.disruption.policy_status import NOT_UP_TO_DATE, parse_status_policies, status_ready
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,8 @@
 
 Renders each MachineConfigPool's MachineConfigs into ``rendered-<pool>-<hash>`` and rolls
 it out to the pool's nodes at the pace the pool allows, as upstream's render and node
-controllers do. The decisions are pure (:mod:`mcd.model.render`, :mod:`mcd.model.rollout`);
+controllers do. The decisions are pure (:mod:`mcd.model.pool.render`,
+:mod:`mcd.model.pool.rollout`);
 this package reads the cluster from informer caches, writes through
 :mod:`mcd.cluster.pools` and holds a Lease so that one replica acts at a time. It never
 imports :mod:`mcd.agent`: the two meet only through API objects.

@@ -2,7 +2,7 @@
 
 Renders the pool's MachineConfigs as the controller would (so a MachineConfig change shows
 before the controller has acted on it), then plans each node's move from its current
-config with :func:`mcd.model.plan.make_plan`: cost, drain, reboot, and the order and batch
+config with :func:`mcd.model.planning.plan.make_plan`: cost, drain, reboot, and the order and batch
 (``maxUnavailable`` at a time, upstream's node order) it would go in.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import machine_config_from_object
-from mcd.model.plan import UpdatePlan, make_plan
-from mcd.model.pools import (
+from mcd.model.planning.plan import UpdatePlan, make_plan
+from mcd.model.pool.pools import (
     NodeView,
     SelectorError,
     labels_of,
@@ -28,9 +28,9 @@ from mcd.model.pools import (
     target_of,
     upstream_order,
 )
-from mcd.model.render import RenderError, render
-from mcd.model.rollout import MAINTENANCE_WINDOW
-from mcd.model.windows import WINDOW_ANNOTATION, WindowState
+from mcd.model.pool.render import RenderError, render
+from mcd.model.pool.rollout import MAINTENANCE_WINDOW
+from mcd.model.pool.windows import WINDOW_ANNOTATION, WindowState
 
 Obj = dict[str, Any]
 

@@ -5,7 +5,7 @@ Reads come from the informer caches; each write is one request. Per pool:
 1. render the MachineConfigs its ``machineConfigSelector`` selects; create the rendered
    config once (never changed afterwards) and point ``spec.configuration`` at it; a
    render error is ``RenderDegraded`` and the pool keeps its previous target;
-2. choose the nodes that get ``desiredConfig`` now (:func:`mcd.model.rollout.plan_rollout`),
+2. choose the nodes that get ``desiredConfig`` now (:func:`mcd.model.pool.rollout.plan_rollout`),
    unless the pool is paused;
 3. write the status (counts and conditions) when it changed.
 """
@@ -23,8 +23,8 @@ from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
-from mcd.model.plan import Cost, make_plan
-from mcd.model.pools import (
+from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.pool.pools import (
     NodeView,
     SelectorError,
     has_update_taint,
@@ -36,8 +36,8 @@ from mcd.model.pools import (
     target_of,
     with_update_taint,
 )
-from mcd.model.render import RenderError, render
-from mcd.model.rollout import (
+from mcd.model.pool.render import RenderError, render
+from mcd.model.pool.rollout import (
     MAINTENANCE_WINDOW,
     Rollout,
     calculate_status,
@@ -46,7 +46,7 @@ from mcd.model.rollout import (
     render_condition,
     set_condition,
 )
-from mcd.model.windows import (
+from mcd.model.pool.windows import (
     WINDOW_ANNOTATION,
     WindowError,
     WindowState,

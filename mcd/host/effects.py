@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from mcd.host import files as file_writer
-from mcd.host import stale, targets, users
-from mcd.host.accounts import Accounts
-from mcd.host.backups import Backups, PackageDatabase
+from mcd.host.accounts import users
+from mcd.host.accounts.passwd import Accounts
+from mcd.host.fs.backups import Backups, PackageDatabase
+from mcd.host.ondisk import files as file_writer
+from mcd.host.ondisk import stale, targets
+from mcd.host.ondisk.units import UnitWriter
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import SystemdManager
-from mcd.host.units import UnitWriter
-from mcd.model.ignition import File, IgnitionConfig, Unit, User
+from mcd.host.systemd.manager import SystemdManager
+from mcd.model.ignition.config import File, IgnitionConfig, Unit, User
 
 
 class HostEffects:
@@ -26,7 +27,7 @@ class HostEffects:
 
     def check_targets(self, cfg: IgnitionConfig, *, ostree: bool = False) -> None:
         """Refuse, before anything is written, a config whose targets this node cannot take
-        (:func:`mcd.host.targets.check_targets`)."""
+        (:func:`mcd.host.ondisk.targets.check_targets`)."""
         with self.root.caching():  # read-only: each parent directory resolved once
             targets.check_targets(self.root, cfg, ostree=ostree)
 

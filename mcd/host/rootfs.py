@@ -45,7 +45,7 @@ class Root:
 
         For one writer's batch (a transaction's files): the cache starts empty, so nothing
         resolved before the block is trusted, and it is dropped whenever :meth:`changed` is
-        called (every directory or symlink :mod:`mcd.host.fsops` creates, replaces or
+        called (every directory or symlink :mod:`mcd.host.fs.fsops` creates, replaces or
         removes), so the batch never writes through a symlink it made itself.
         """
         if getattr(self._scoped, "parents", None) is not None:

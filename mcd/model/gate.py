@@ -8,23 +8,23 @@ machineconfig`` and ``restore`` (the node's own ``currentconfig`` or
 
     validating new Ignition config from machineconfig "NAME" failed: FIELD: PROBLEM; ...
 
-It covers Ignition's own rules (:mod:`mcd.model.validate`: paths as Ignition
+It covers Ignition's own rules (:mod:`mcd.model.ignition.validate`: paths as Ignition
 defines them, modes, owners and their range, contents decoded streamed and
 bounded, units and dropins), the guards on where a file may go
-(:mod:`mcd.model.guards`), and values the OS cannot take
-(:mod:`mcd.model.values`). What depends on the node (its symlinks, read-only
+(:mod:`mcd.model.ignition.guards`), and values the OS cannot take
+(:mod:`mcd.model.ignition.values`). What depends on the node (its symlinks, read-only
 ``/usr`` on ostree, owners by name) is judged by the host right after, on
 the paths as they resolve inside the root.
 """
 
 from __future__ import annotations
 
-from mcd.model import validate
 from mcd.model.errors import ConfigValidationError
-from mcd.model.imagemode import argument_problem
+from mcd.model.ignition import validate
+from mcd.model.ignition.values import control_problem, spec_value_problems
 from mcd.model.machineconfig import MachineConfig
+from mcd.model.osupdate.imagemode import argument_problem
 from mcd.model.text import goquote
-from mcd.model.values import control_problem, spec_value_problems
 
 SUPPORTED_EXTENSIONS = (
     "two-node-ha", "wasm", "ipsec", "usbguard", "kerberos",

@@ -16,9 +16,9 @@ import yaml
 
 from mcd.model import fields as f
 from mcd.model.errors import ConfigError, ConfigParseError
-from mcd.model.ignition import IgnitionConfig
-from mcd.model.ignition_parse import empty_config, parse_ignition
-from mcd.model.imagemode import OCL_OS_IMAGE_URL
+from mcd.model.ignition.config import IgnitionConfig
+from mcd.model.ignition.parse import empty_config, parse_ignition
+from mcd.model.osupdate.imagemode import OCL_OS_IMAGE_URL
 from mcd.model.vocabulary import EMPTY_CONFIG_NAME
 
 MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
@@ -37,7 +37,7 @@ class MachineConfig:
     kernel_type: str = ""
     base_os_extensions_container_image: str = ""
     ocl_image: str = ""
-    """Image mode: the image embedded as ``osImageURL`` (:mod:`mcd.model.imagemode`)."""
+    """Image mode: the image embedded as ``osImageURL`` (:mod:`mcd.model.osupdate.imagemode`)."""
 
     @property
     def canonical_kernel_type(self) -> str:

@@ -19,7 +19,7 @@ from mcd.cluster.api import Kube, load_client
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.informer import Informer
 from mcd.cluster.pools import POOLS
-from mcd.model.rollout import condition
+from mcd.model.pool.rollout import condition
 from mcd.model.vocabulary import Annotation
 from tests.e2e.harness import REPO, AgentNode, free_port
 from tests.fakes.apiserver import FakeApiServer

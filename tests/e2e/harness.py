@@ -29,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcd.agent.once import node_for, once_from
+from mcd.agent.commands.once import node_for, once_from
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
-from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
+from mcd.host.systemd.dbus import DBusSystemd
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.fakes.bus import SystemdBus

@@ -27,9 +27,9 @@ import yaml
 from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
-from mcd.host.rpmostree import RETRY_ENV
+from mcd.host.osupdate.rpmostree import RETRY_ENV
+from mcd.model.pool.windows import WINDOW_ANNOTATION
 from mcd.model.vocabulary import Annotation
-from mcd.model.windows import WINDOW_ANNOTATION
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.controller_harness import (

@@ -11,10 +11,10 @@ import time
 
 from click.testing import CliRunner
 
-from mcd.agent.bootgate import BOOTS_PATH
-from mcd.agent.journal import JOURNAL, NEW_DOC, OLD_DOC
+from mcd.agent.safety.gateboots import BOOTS_PATH
+from mcd.agent.update.journal import JOURNAL, NEW_DOC, OLD_DOC
 from mcd.cli import cli
-from mcd.model.health import GATE_ANNOTATION, REQUIRED_DIR
+from mcd.model.node.health import GATE_ANNOTATION, REQUIRED_DIR
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.conftest import NodeFactory

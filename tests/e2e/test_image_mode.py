@@ -10,10 +10,10 @@ import json
 
 from click.testing import CliRunner
 
-from mcd.agent.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
+from mcd.agent.boot.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
 from mcd.cli import cli
-from mcd.host.rpmostree import RETRY_ENV
-from mcd.model.imagemode import CURRENT_IMAGE_PATH
+from mcd.host.osupdate.rpmostree import RETRY_ENV
+from mcd.model.osupdate.imagemode import CURRENT_IMAGE_PATH
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory

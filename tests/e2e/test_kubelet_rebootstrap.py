@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from mcd.agent.rebootstrap import STATE_FILE
+from mcd.agent.boot.rebootstrap import STATE_FILE
 from mcd.cluster.api import USER_AGENT
-from mcd.model.serviceca import LAST_OBSERVED_SERVER_CA
+from mcd.model.certificates.serviceca import LAST_OBSERVED_SERVER_CA
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
 from tests.e2e.scenarios import boot_on

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from mcd.agent.journal import JOURNAL
-from mcd.agent.owed import OWED
+from mcd.agent.safety.owed import OWED
+from mcd.agent.update.journal import JOURNAL
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import APP_CONF, worker
 from tests.e2e.conftest import NodeFactory

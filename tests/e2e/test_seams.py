@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mcd.agent.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
-from mcd.agent.certsync import LAST_SYNCED
+from mcd.agent.boot.bootstrap import INITIAL_ANNOTATIONS, INITIAL_ANNOTATIONS_BAK
+from mcd.agent.sync.certsync import LAST_SYNCED
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mcd.agent.certsync import LAST_SYNCED
+from mcd.agent.sync.certsync import LAST_SYNCED
 from mcd.cluster.api import USER_AGENT, ApiError
-from mcd.model.serviceca import LAST_OBSERVED_SERVER_CA, SERVICE_CA_ROTATE
+from mcd.model.certificates.serviceca import LAST_OBSERVED_SERVER_CA, SERVICE_CA_ROTATE
 from mcd.model.vocabulary import Annotation
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode

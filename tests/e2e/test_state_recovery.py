@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from mcd.agent.handles import CURRENT_RECOVERY
-from mcd.agent.journal import JOURNAL, RECOVERY
+from mcd.agent.update.handles import CURRENT_RECOVERY
+from mcd.agent.update.journal import JOURNAL, RECOVERY
 from mcd.cli import cli
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.e2e.configs import worker

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from mcd.agent.trymode import TRY_STATE
-from mcd.model.health import TRY_ANNOTATION
+from mcd.agent.safety.trymode import TRY_STATE
+from mcd.model.node.health import TRY_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker

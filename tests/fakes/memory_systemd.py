@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from mcd.host.systemd import NOT_FOUND
+from mcd.host.systemd.manager import NOT_FOUND
 
 
 class MemorySystemd:

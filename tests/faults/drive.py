@@ -12,10 +12,10 @@ from typing import Any
 import urllib3
 
 from mcd.cluster.api import ApiError
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
-from mcd.host.validation import validate_on_disk
+from mcd.host.systemd.offline import OfflineSystemd
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry

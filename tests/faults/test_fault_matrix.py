@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from mcd.cluster.api import USER_AGENT
-from mcd.host.rpmostree import RETRY_ENV
+from mcd.host.osupdate.rpmostree import RETRY_ENV
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
@@ -49,7 +49,7 @@ from tests.faults.results import RESULTS
 FULL = os.environ.get("MCD_FAULTS") == "full"
 AGENT = USER_AGENT  # faults aimed at the agent's requests, not the test's own
 
-# SIGKILL points per update kind (see mcd/agent/failpoints.py and transaction.py)
+# SIGKILL points per update kind (see mcd/agent/update/failpoints.py and transaction.py)
 KILL_POINTS = {
     "rebootless": ["begin", "files:1", "files", "passwd", "actions", "commit"],
     "reboot": ["begin", "files:1", "files", "actions", "awaiting-reboot", "reboot"],

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mcd.model.health import GATE_ANNOTATION, REQUIRED_DIR
+from mcd.model.node.health import GATE_ANNOTATION, REQUIRED_DIR
 from mcd.model.vocabulary import FORCE_FILE, Annotation
 from tests.faults.drive import assert_exactly_on
 from tests.faults.test_fault_matrix import Cell, cell_for, cells, record  # noqa: F401

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcd.host import fsops
+from mcd.host.fs import fsops
 from mcd.host.rootfs import Root
 from tests.integration.helpers.writer_loop import SIZE
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mcd.host.osupdate.rpmostree import RpmOstree
 from mcd.host.rootfs import Root
-from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
 from tests.fakes import rpm_ostree
 

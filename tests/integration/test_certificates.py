@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from mcd.host.certwriter import write_certificates
+from mcd.host.ondisk.certwriter import write_certificates
 from mcd.host.rootfs import Root
-from mcd.model.certs import certificate_files
+from mcd.model.certificates.certs import certificate_files
 from mcd.model.errors import ConfigParseError
 
 CA_A = b"-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----"

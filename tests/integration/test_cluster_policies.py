@@ -17,7 +17,7 @@ from mcd.cluster.policies import (
     PoliciesNotReady,
     cluster_policies,
 )
-from mcd.model.policy import DEFAULT_POLICIES, restart
+from mcd.model.disruption.policy import DEFAULT_POLICIES, restart
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry, mc_doc
 from tests.fakes.kubecluster import TestCluster

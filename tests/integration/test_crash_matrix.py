@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.agent.journal import JOURNAL
+from mcd.agent.update.journal import JOURNAL
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
-from mcd.host.validation import validate_on_disk
+from mcd.host.systemd.offline import OfflineSystemd
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc

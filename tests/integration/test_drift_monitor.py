@@ -6,8 +6,8 @@ import os
 import threading
 from pathlib import Path
 
-from mcd.agent.drift import DriftMonitor
-from mcd.host.inotify import PathWatcher
+from mcd.agent.report.drift import DriftMonitor
+from mcd.host.fs.inotify import PathWatcher
 from mcd.host.rootfs import Root
 from tests.builders import file_entry, mc
 from tests.fakes.kubecluster import eventually

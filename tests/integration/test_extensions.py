@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mcd.agent.transaction import Outcome, UpdateError
-from mcd.host.extensions import CONTENT_BASE_DIR, REPO_FILE, repo_content
-from mcd.host.rpmostree import RETRY_ENV
+from mcd.agent.update.transaction import Outcome, UpdateError
+from mcd.host.osupdate.extensions import CONTENT_BASE_DIR, REPO_FILE, repo_content
+from mcd.host.osupdate.rpmostree import RETRY_ENV
 from tests.builders import file_entry
 from tests.fakes import podman, rpm_ostree
 from tests.integration.test_transaction import IMAGE_A, IMAGE_B, OstreeNode, ostree  # noqa: F401

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcd.agent.handles import Node
-from mcd.agent.once import node_for
+from mcd.agent.commands.once import node_for
+from mcd.agent.update.handles import Node
 from mcd.cli import cli
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.agent.handles import Node
-from mcd.agent.once import once_from
-from mcd.agent.transaction import Outcome, UpdateError
+from mcd.agent.commands.once import once_from
+from mcd.agent.update.handles import Node
+from mcd.agent.update.transaction import Outcome, UpdateError
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
-from mcd.model.guards import RHCOS_TOPLEVEL_LINKS
+from mcd.model.ignition.guards import RHCOS_TOPLEVEL_LINKS
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.e2e.harness import IMAGE_A, make_root

@@ -32,15 +32,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.agent.handles import Node
-from mcd.agent.journal import JOURNAL
-from mcd.agent.once import once_from
-from mcd.agent.transaction import Outcome, UpdateError
+from mcd.agent.commands.once import once_from
+from mcd.agent.update.handles import Node
+from mcd.agent.update.journal import JOURNAL
+from mcd.agent.update.transaction import Outcome, UpdateError
 from mcd.host.effects import HostEffects
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
-from mcd.host.validation import validate_on_disk
-from mcd.model.dataurl import encode_data_url
 from mcd.model.errors import ConfigError
+from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from tests.e2e.harness import IMAGE_A, make_root
 from tests.fakes.memory_systemd import MemorySystemd

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from mcd.agent.handles import Node
-from mcd.agent.health import GATE_STATE, HealthGate, last_verdict
-from mcd.agent.journal import JOURNAL, Journal, Phase
-from mcd.agent.once import once_from
-from mcd.agent.resume import recover
-from mcd.agent.transaction import Outcome, Transaction, UpdateError
+from mcd.agent.commands.once import once_from
+from mcd.agent.safety.health import GATE_STATE, HealthGate, last_verdict
+from mcd.agent.update.handles import Node
+from mcd.agent.update.journal import JOURNAL, Journal, Phase
+from mcd.agent.update.resume import recover
+from mcd.agent.update.transaction import Outcome, Transaction, UpdateError
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
-from mcd.model.health import REQUIRED_DIR, GateSettings
+from mcd.model.disruption.policy import DisruptionPolicies, FilePolicy, restart
 from mcd.model.machineconfig import load_machine_config
-from mcd.model.plan import make_plan
-from mcd.model.policy import DisruptionPolicies, FilePolicy, restart
+from mcd.model.node.health import REQUIRED_DIR, GateSettings
+from mcd.model.planning.plan import make_plan
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.e2e.harness import make_root

@@ -12,13 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.host import fsops, targets
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError, PathEscapeError
+from mcd.host.fs import fsops
+from mcd.host.ondisk import targets
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
-from mcd.model.dataurl import encode_data_url
+from mcd.host.systemd.offline import OfflineSystemd
+from mcd.model.ignition.dataurl import encode_data_url
 from tests.builders import file_entry, mc
 
 SECRET = b"pull-secret-TOKEN-0123456789\n"

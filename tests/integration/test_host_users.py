@@ -12,7 +12,7 @@ import pytest
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import OfflineSystemd
+from mcd.host.systemd.offline import OfflineSystemd
 from tests.builders import mc
 
 KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKEYAAAA admin@a"

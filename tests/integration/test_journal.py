@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
-from mcd.host import journal
+from mcd.host.systemd import journal
 
 REPO = Path(__file__).resolve().parents[2]
 

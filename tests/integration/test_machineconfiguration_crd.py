@@ -16,8 +16,8 @@ import pytest
 
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.policies import MACHINECONFIGURATION, SOURCE, cluster_policies
+from mcd.model.disruption.policy import parse_user_policies, restart
 from mcd.model.errors import PolicyError
-from mcd.model.policy import parse_user_policies, restart
 from tests.unit.test_policy_status import CRD, USER, status_object
 
 KUBECONFIG = os.environ.get("MCD_TEST_KUBECONFIG", "")

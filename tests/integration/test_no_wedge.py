@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mcd.agent.handles import Node
-from mcd.agent.journal import JOURNAL, NEW_DOC, OLD_DOC, RECOVERY
-from mcd.agent.once import once_from
-from mcd.agent.transaction import UpdateError
+from mcd.agent.commands.once import once_from
+from mcd.agent.update.handles import Node
+from mcd.agent.update.journal import JOURNAL, NEW_DOC, OLD_DOC, RECOVERY
+from mcd.agent.update.transaction import UpdateError
 from mcd.cli import cli
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from mcd.agent.inspect import RUNBOOK_SECTIONS
+from mcd.agent.commands.inspect import RUNBOOK_SECTIONS
 from mcd.cli import cli
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.model.vocabulary import Annotation

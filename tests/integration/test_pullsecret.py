@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcd.host.pullsecret import (
+from mcd.host.osupdate.pullsecret import (
     INTERNAL_REGISTRY_AUTH_FILE,
     KUBELET_AUTH_FILE,
     OSTREE_AUTH_FILE,

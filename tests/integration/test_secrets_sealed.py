@@ -19,7 +19,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from mcd.agent.journal import JOURNAL, NEW_DOC, OLD_DOC
+from mcd.agent.update.journal import JOURNAL, NEW_DOC, OLD_DOC
 from mcd.cli import cli
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc

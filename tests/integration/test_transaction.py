@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mcd.agent.handles import Node
-from mcd.agent.journal import JOURNAL
-from mcd.agent.once import node_for, once_from
-from mcd.agent.transaction import Outcome, UpdateError
+from mcd.agent.commands.once import node_for, once_from
+from mcd.agent.update.handles import Node
+from mcd.agent.update.journal import JOURNAL
+from mcd.agent.update.transaction import Outcome, UpdateError
 from mcd.cli import cli
-from mcd.host.dbus_systemd import DBusSystemd
 from mcd.host.rootfs import Root
+from mcd.host.systemd.dbus import DBusSystemd
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, FORCE_FILE
 from tests.builders import file_entry, mc_doc
 from tests.fakes import rpm_ostree

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from mcd.agent.trymode import TRY_PREVIOUS, TRY_STATE
+from mcd.agent.safety.trymode import TRY_PREVIOUS, TRY_STATE
 from mcd.cli import cli
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc

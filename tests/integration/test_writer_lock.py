@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcd.agent.journal import JOURNAL
+from mcd.agent.update.journal import JOURNAL
 from mcd.cli import cli
 from mcd.host.lock import LOCK_PATH, LockBusy, holder_of, writer_lock
 from mcd.host.rootfs import Root

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mcd.agent.transaction import Outcome
-from mcd.host.extensions import CONTENT_BASE_DIR, PIVOT_NAME_PREFIX, REPO_FILE
+from mcd.agent.update.transaction import Outcome
+from mcd.host.osupdate.extensions import CONTENT_BASE_DIR, PIVOT_NAME_PREFIX, REPO_FILE
 from tests.fakes import rpm_ostree
 from tests.integration.test_transaction import IMAGE_A, OstreeNode, ostree  # noqa: F401
 from tests.real import podman_image

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcd.model.health import GATE_ANNOTATION
+from mcd.model.node.health import GATE_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
 from tests.e2e.configs import worker

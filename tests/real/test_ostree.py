@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mcd.host.osupdate.rpmostree import Retry, RpmOstree, RpmOstreeError
 from mcd.host.rootfs import Root
-from mcd.host.rpmostree import Retry, RpmOstree, RpmOstreeError
 from tests.e2e.harness import BIN, IMAGE_A, IMAGE_B
 from tests.fakes import ostree_sysroot, rpm_ostree
 

@@ -15,12 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
-from mcd.host.dbus_systemd import DBusCallError, DBusSystemd
 from mcd.host.effects import HostEffects
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
-from mcd.host.systemd import JobFailed, SystemdError, connect
-from mcd.host.validation import validate_on_disk
+from mcd.host.systemd.connect import connect
+from mcd.host.systemd.dbus import DBusCallError, DBusSystemd
+from mcd.host.systemd.manager import JobFailed, SystemdError
 from tests.builders import mc, mc_doc
 from tests.real.systemd_container import SystemdContainer
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcd.agent.trymode import TIMER_UNIT, TRY_PREVIOUS, TRY_STATE
+from mcd.agent.safety.trymode import TIMER_UNIT, TRY_PREVIOUS, TRY_STATE
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.real.systemd_container import SystemdContainer, unavailable

@@ -10,11 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcd.model.actions import legacy_actions
-from mcd.model.diff import diff_machine_configs, file_changes
-from mcd.model.errors import PolicyError
-from mcd.model.plan import Cost, make_plan
-from mcd.model.policy import (
+from mcd.model.disruption.policy import (
     DAEMON_RELOAD,
     DEFAULT_POLICIES,
     NONE,
@@ -28,6 +24,10 @@ from mcd.model.policy import (
     reload,
     restart,
 )
+from mcd.model.errors import PolicyError
+from mcd.model.planning.actions import legacy_actions
+from mcd.model.planning.diff import diff_machine_configs, file_changes
+from mcd.model.planning.plan import Cost, make_plan
 from tests.builders import file_entry, mc
 
 ROOT = Path(__file__).resolve().parents[2]

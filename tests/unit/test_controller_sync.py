@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcd.controller.sync import Snapshot, Syncer
-from mcd.model.render import ROLE_LABEL, render
-from mcd.model.rollout import condition
+from mcd.model.pool.render import ROLE_LABEL, render
+from mcd.model.pool.rollout import condition
+from mcd.model.pool.windows import WINDOW_ANNOTATION
 from mcd.model.vocabulary import Annotation
-from mcd.model.windows import WINDOW_ANNOTATION
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 23, 4, 0, tzinfo=UTC)

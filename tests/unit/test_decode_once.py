@@ -11,11 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcd.model import validate
-from mcd.model.dataurl import encode_data_url
+from mcd.model.disruption.policy import (
+    DisruptionPolicies,
+    FilePolicy,
+    gopath_clean,
+    is_subdirectory,
+)
 from mcd.model.errors import DecodeError
-from mcd.model.ignition import Contents, File, IgnitionConfig, decoding_once
-from mcd.model.policy import DisruptionPolicies, FilePolicy, gopath_clean, is_subdirectory
+from mcd.model.ignition import validate
+from mcd.model.ignition.config import Contents, File, IgnitionConfig, decoding_once
+from mcd.model.ignition.dataurl import encode_data_url
 
 COMPRESSED = st.booleans()
 

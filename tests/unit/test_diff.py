@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd.model.diff import diff_machine_configs, file_changes, unit_changes
+from mcd.model.planning.diff import diff_machine_configs, file_changes, unit_changes
 from tests.builders import file_entry, mc
 
 KEY_A = "ssh-ed25519 AAAAkeyA"

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from mcd.model.actions import drain_decision
-from mcd.model.dataurl import encode_data_url
-from mcd.model.diff import file_changes
+from mcd.model.disruption.policy import NONE, REBOOT, SPECIAL, Action, reload
+from mcd.model.disruption.registries import RegistriesConfError
 from mcd.model.errors import ConfigError
-from mcd.model.plan import make_plan
-from mcd.model.policy import NONE, REBOOT, SPECIAL, Action, reload
-from mcd.model.registries import RegistriesConfError
+from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.planning.actions import drain_decision
+from mcd.model.planning.diff import file_changes
+from mcd.model.planning.plan import make_plan
 from tests.builders import file_entry, mc
 
 REG = "/etc/containers/registries.conf"

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcd.model import gate
-from mcd.model.dataurl import encode_data_url
-from mcd.model.guards import (
+from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.ignition.guards import (
     RHCOS_TOPLEVEL_LINKS,
     file_guard,
     length_problem,

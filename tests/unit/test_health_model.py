@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.model.errors import ConfigError
-from mcd.model.health import (
+from mcd.model.node.health import (
     SUMMARY_CHARS,
     BootCount,
     CheckResult,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mcd.host.errors import PathEscapeError
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.rootfs import Root
-from mcd.host.validation import validate_on_disk
-from mcd.model.dataurl import encode_data_url
+from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from tests.builders import file_entry, mc, mc_doc
 

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.model import gate
-from mcd.model.extensions import not_installed, package_sets
-from mcd.model.imagemode import (
+from mcd.model.machineconfig import load_machine_config
+from mcd.model.osupdate.extensions import not_installed, package_sets
+from mcd.model.osupdate.imagemode import (
     OCL_OS_IMAGE_URL,
     ORIGINAL_OS_IMAGE_URL,
     embed,
@@ -19,7 +20,6 @@ from mcd.model.imagemode import (
     reference_problem,
     reference_refusal,
 )
-from mcd.model.machineconfig import load_machine_config
 from tests.builders import mc, mc_doc
 
 BASE = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64

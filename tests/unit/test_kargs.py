@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.model.kargs import (
+from mcd.model.osupdate.kargs import (
     missing_kernel_arguments,
     parse_kernel_arguments,
     rpm_ostree_kargs,
     split_kernel_arguments,
 )
-from mcd.model.plan import make_plan
+from mcd.model.planning.plan import make_plan
 from tests.builders import mc
 
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcd.agent import owed
-from mcd.agent.level import cordoned_by_update, differences
-from mcd.agent.wakeups import Wakeups, wake_key
+from mcd.agent.safety import owed
+from mcd.agent.sync.level import cordoned_by_update, differences
+from mcd.agent.sync.wakeups import Wakeups, wake_key
 from mcd.cluster.drain import CORDONED_BY
 from mcd.cluster.node import not_older
 from mcd.cluster.nodelease import identity, machine_of

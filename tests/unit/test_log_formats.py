@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcd.host import journal
-from mcd.host.journal import NOISY_LIBRARIES, configure_console, configure_logging
+from mcd.host.systemd import journal
+from mcd.host.systemd.journal import NOISY_LIBRARIES, configure_console, configure_logging
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcd.model import mcn as m
+from mcd.model.node import mcn as m
 
 NOW, LATER = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from mcd.agent.health import node_ready_check
+from mcd.agent.safety.health import node_ready_check
 from mcd.cluster.api import ApiError
-from mcd.model.health import Status
+from mcd.model.node.health import Status
 
 
 def node(status: str | None, reason: str = "KubeletNotReady") -> Mapping[str, object]:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.host.errors import HostError
-from mcd.host.osrelease import parse_os_release, read_os_release
+from mcd.host.osupdate.osrelease import parse_os_release, read_os_release
 from mcd.host.rootfs import Root
 
 RHCOS = 'NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\nVARIANT_ID=coreos\nVERSION_ID="9.6"\nRHEL_VERSION=9.6\n'

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from mcd.model.errors import ConfigError, ConfigParseError, DecodeError, UnsupportedVersionError
-from mcd.model.ignition import DEFAULT_FILE_MODE
+from mcd.model.ignition.config import DEFAULT_FILE_MODE
 from mcd.model.machineconfig import load_machine_config
 from tests.builders import file_entry, mc, mc_doc
 

@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcd.model.errors import PolicyError
-from mcd.model.plan import make_plan
-from mcd.model.policy import (
+from mcd.model.disruption.policy import (
     CRIO,
     DEFAULT_POLICIES,
     NONE,
@@ -23,7 +21,9 @@ from mcd.model.policy import (
     reload,
     restart,
 )
-from mcd.model.policy_status import parse_status_policies, status_ready
+from mcd.model.disruption.policy_status import parse_status_policies, status_ready
+from mcd.model.errors import PolicyError
+from mcd.model.planning.plan import make_plan
 from tests.builders import file_entry, mc
 
 CRD = Path(__file__).resolve().parents[1] / "data/upstream/machineconfigurations.crd.yaml"

@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 
 import yaml
 
-from mcd.model.pools import labels_of, max_unavailable, selector_matches
-from mcd.model.render import render
-from mcd.model.windows import WINDOW_ANNOTATION, parse_window, window_state
+from mcd.model.pool.pools import labels_of, max_unavailable, selector_matches
+from mcd.model.pool.render import render
+from mcd.model.pool.windows import WINDOW_ANNOTATION, parse_window, window_state
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pools"
 

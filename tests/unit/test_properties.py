@@ -11,13 +11,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.model.dataurl import decode_data_url, encode_data_url
-from mcd.model.diff import diff_machine_configs, file_changes, unit_changes
+from mcd.model.disruption.policy import NONE
 from mcd.model.errors import ConfigError
-from mcd.model.imagemode import argument_problem
+from mcd.model.ignition.dataurl import decode_data_url, encode_data_url
 from mcd.model.machineconfig import MachineConfig, load_machine_config, machine_config_from_object
-from mcd.model.plan import Cost, make_plan
-from mcd.model.policy import NONE
+from mcd.model.osupdate.imagemode import argument_problem
+from mcd.model.planning.diff import diff_machine_configs, file_changes, unit_changes
+from mcd.model.planning.plan import Cost, make_plan
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

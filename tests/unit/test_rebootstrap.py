@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcd.agent import rebootstrap
+from mcd.agent.boot import rebootstrap
 from mcd.host.rootfs import Root
-from mcd.model.serviceca import KUBELET_KUBECONFIG, is_x509_error
+from mcd.model.certificates.serviceca import KUBELET_KUBECONFIG, is_x509_error
 from tests.fakes.memory_systemd import MemorySystemd
 
 

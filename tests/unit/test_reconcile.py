@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from mcd.model.errors import ConfigError, UnreconcilableError
-from mcd.model.plan import make_plan
-from mcd.model.reconcile import Overrides, StorageOverrides, check_reconcilable
+from mcd.model.planning.plan import make_plan
+from mcd.model.planning.reconcile import Overrides, StorageOverrides, check_reconcilable
 from tests.builders import file_entry, mc
 
 DISK = {"device": "/dev/sdb", "partitions": [{"label": "data"}]}

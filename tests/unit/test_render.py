@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from mcd.model import ignition_merge
-from mcd.model.dataurl import encode_data_url
-from mcd.model.render import (
+from mcd.model.ignition import merge as ignition_merge
+from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.pool.render import (
     GENERATED_BY,
     ROLE_LABEL,
     RenderError,

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mcd.model.plan import Cost
-from mcd.model.pools import (
+from mcd.model.planning.plan import Cost
+from mcd.model.pool.pools import (
     NodeView,
     SelectorError,
     max_unavailable,
@@ -19,7 +19,7 @@ from mcd.model.pools import (
     selector_matches,
     upstream_order,
 )
-from mcd.model.rollout import (
+from mcd.model.pool.rollout import (
     NODE_FAILING,
     PAUSED,
     WINDOW,
@@ -28,8 +28,8 @@ from mcd.model.rollout import (
     plan_rollout,
     render_condition,
 )
+from mcd.model.pool.windows import parse_window, window_state
 from mcd.model.vocabulary import Annotation
-from mcd.model.windows import parse_window, window_state
 
 Obj = dict[str, Any]
 V0, V1, V2 = "rendered-worker-v0", "rendered-worker-v1", "rendered-worker-v2"

@@ -12,15 +12,15 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcd.model.errors import ConfigParseError
-from mcd.model.serviceca import (
+from mcd.model.certificates.serviceca import (
     LAST_OBSERVED_SERVER_CA,
     SERVICE_CA_ROTATE,
     configmap_data,
     plan_ca_rotation,
     should_rotate,
 )
-from mcd.model.x509 import common_name, pem_decode
+from mcd.model.certificates.x509 import common_name, pem_decode
+from mcd.model.errors import ConfigParseError
 
 CERTS = Path(__file__).resolve().parents[1] / "data" / "certs"
 OLD = (CERTS / "openshift-service-serving-signer-1700000000.pem").read_bytes()

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from mcd.agent.metrics import Metrics
+from mcd.agent.report.metrics import Metrics
 from mcd.host.statusserver import StatusServer, parse_listen_address
 
 

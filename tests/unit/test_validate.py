@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcd.model import validate
 from mcd.model.errors import ConfigValidationError
+from mcd.model.ignition import validate
 from mcd.model.machineconfig import load_machine_config
 from tests.builders import file_entry, mc
 

@@ -10,7 +10,7 @@ import os
 import socket
 import sys
 
-from mcd.host.journal import JOURNAL_SOCKET, configure_logging
+from mcd.host.systemd.journal import JOURNAL_SOCKET, configure_logging
 
 
 def parse(payload: bytes) -> dict[str, str]:

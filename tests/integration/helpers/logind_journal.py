@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from mcd.host.logins import LoginMonitor
+from mcd.host.systemd.logins import LoginMonitor
 from systemd import journal
 
 JOURNALD = "/lib/systemd/systemd-journald"

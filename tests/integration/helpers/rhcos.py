@@ -1,4 +1,4 @@
-"""RHCOS's real top-level symlinks in a test root (``mcd.model.guards.RHCOS_TOPLEVEL_LINKS``)."""
+"""RHCOS's real top-level symlinks in a test root (``mcd.model.ignition.guards.RHCOS_TOPLEVEL_LINKS``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from mcd.model.guards import RHCOS_TOPLEVEL_LINKS
+from mcd.model.ignition.guards import RHCOS_TOPLEVEL_LINKS
 
 
 def make_rhcos_links(root: Path) -> None:

@@ -2,7 +2,7 @@
 
 import sys
 
-from mcd.host import fsops
+from mcd.host.fs import fsops
 from mcd.host.rootfs import Root
 
 SIZE = 24 << 20

@@ -1,0 +1,66 @@
+"""The health gate as the agent runs it: settings from the node and its pool, the verdict on
+the Node, a failed gate's rollback made visible (an Event, a metric, a log line)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from mcd.agent.safety.health import POOLS, HealthGate, load_settings, node_ready_check
+from mcd.agent.update.context import Context
+from mcd.cluster.api import ApiError
+from mcd.cluster.events import Reason
+from mcd.model.node.health import STATE_ANNOTATION, Verdict, state_annotation
+from mcd.model.node.mcn import pool_of
+
+log = logging.getLogger(__name__)
+
+
+def gate_for(ctx: Context) -> HealthGate:
+    """The gate for the agent's next update, with the settings the cluster and the node give
+    now; a :class:`GateSettingsError` (the update is refused before anything is written)."""
+    node = ctx.writer.current()
+    meta = node.get("metadata") or {}
+    node_annotations = meta.get("annotations") or {}
+    settings = load_settings(ctx.host.root, _pool_annotations(ctx, meta), node_annotations)
+    gate = HealthGate(
+        ctx.host.root, ctx.host.effects.systemd, settings,
+        node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
+    )  # fmt: skip
+    gate.on_rollback = lambda reason, kind: record_rollback(ctx, reason, kind)
+    gate.on_verdict = lambda verdict: _annotate(ctx, verdict)
+    return gate
+
+
+def _annotate(ctx: Context, verdict: Verdict) -> None:
+    """The verdict on the Node: a failed one at once; a passing one with the write that
+    follows it a moment later (Done, or the reason the update failed after all)."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    values = {STATE_ANNOTATION: state_annotation(verdict, when)}
+    if verdict.ok:
+        ctx.writer.defer_annotations(values)
+        return
+    try:
+        ctx.writer.set_annotations(values)
+    except ApiError as e:  # the verdict still counts; only `mcd status` misses it
+        log.warning("Could not put the health gate's verdict on node %s: %s", ctx.node_name, e)
+
+
+def _pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:
+    labels = meta.get("labels")
+    pool = pool_of(dict(labels) if isinstance(labels, dict) else {})
+    try:
+        obj = ctx.kube.request("GET", f"{POOLS}/{pool}")
+    except ApiError as e:  # no pool (a cluster without the operator), or not readable
+        log.debug("No MachineConfigPool %s for the health gate's settings: %s", pool, e)
+        return {}
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def record_rollback(ctx: Context, reason: str, kind: str) -> None:
+    """A failed gate's rollback is visible: a Node Event, a metric, a log line."""
+    log.error("Health gate rolled the update back: %s", reason)
+    ctx.metrics.health_gate_rollbacks.labels(kind).inc()
+    ctx.events.record(Reason.HEALTH_GATE_FAILED, reason)

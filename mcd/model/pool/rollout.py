@@ -1,0 +1,237 @@
+"""Rollout decisions and pool status, as pure functions of a pool and its nodes.
+
+Upstream's node controller (``getAllCandidateMachines``, ``updateCandidateMachines``,
+``calculateStatus``), with two deliberate differences:
+
+* a node Degraded (or Unreconcilable) on the pool's target config stops the rollout: no
+  further node gets ``desiredConfig`` until it recovers (upstream only counts it against
+  ``maxUnavailable``); a node degraded on an older target is still a candidate, so a
+  fixed config rolls out to it;
+* a maintenance window (:mod:`mcd.model.pool.windows`) holds updates that drain or reboot.
+
+``paused`` stops exactly the ``desiredConfig`` writes: the status is still computed and an
+update in progress finishes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcd.model.planning.plan import Cost
+from mcd.model.pool.pools import NodeView, max_unavailable, target_of, upstream_order
+from mcd.model.pool.windows import WindowState
+from mcd.model.text import goquote
+
+Obj = dict[str, Any]
+
+UPDATED, UPDATING, DEGRADED = "Updated", "Updating", "Degraded"
+NODE_DEGRADED, RENDER_DEGRADED = "NodeDegraded", "RenderDegraded"
+MAINTENANCE_WINDOW = "MaintenanceWindow"
+
+# Why no further node gets desiredConfig now (the Rollout.blocked values).
+UNCONFIGURED = "unconfigured"
+PAUSED = "paused"
+NODE_FAILING = "degraded"
+NO_CAPACITY = "capacity"
+WINDOW = "window"
+INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What the controller does next for one pool."""
+
+    targets: tuple[str, ...] = ()
+    """Nodes that get ``desiredConfig`` now, in upstream order."""
+    waiting: tuple[str, ...] = ()
+    """Nodes that still need the target config and were not chosen."""
+    held: tuple[str, ...] = ()
+    """Of those, the ones a closed maintenance window holds."""
+    capacity: int = 0
+    blocked: str = ""
+    failing: tuple[str, ...] = ()
+    error: str = ""
+    """Why the pool cannot roll out at all (an invalid ``maxUnavailable``)."""
+
+
+def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
+    """Does an update of this cost wait for the maintenance window? Unknown cost: yes."""
+    if cost is None or cost >= Cost.DRAIN:
+        return True
+    return not rebootless_anytime and cost > Cost.NONE
+
+
+def plan_rollout(
+    pool: Mapping[str, Any],
+    nodes: Sequence[NodeView],
+    *,
+    costs: Mapping[str, Cost | None] | None = None,
+    window: WindowState | None = None,
+    rebootless_anytime: bool = True,
+) -> Rollout:
+    """The nodes to move to the pool's target config now.
+
+    ``costs`` maps node names to their update's cost (only consulted with a ``window``);
+    an invalid ``maxUnavailable`` stops the rollout with ``error`` set.
+    """
+    target = target_of(pool)
+    if not target:
+        return Rollout(blocked=UNCONFIGURED)
+    spec = pool.get("spec") or {}
+    need = [n for n in nodes if n.desired != target]
+    waiting = tuple(n.name for n in upstream_order(need))
+    if spec.get("paused"):
+        return Rollout(waiting=waiting, blocked=PAUSED)
+    try:
+        limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
+    except ValueError as e:
+        return Rollout(waiting=waiting, blocked=INVALID, error=str(e))
+    failing = tuple(n.name for n in nodes if n.desired == target and n.degraded)
+    if failing:
+        return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing)
+    unavailable = sum(1 for n in nodes if n.unavailable)
+    capacity = limit - unavailable
+    # Upstream: nodes failing this config count against availability too.
+    capacity -= sum(1 for n in nodes if n.desired == target and n.failing)
+    candidates = [n for n in need if n.schedulable_and_ready]
+    held: list[str] = []
+    if window is not None and not window.open:
+        allowed = []
+        for n in candidates:
+            if needs_window((costs or {}).get(n.name), rebootless_anytime):
+                held.append(n.name)
+            else:
+                allowed.append(n)
+        candidates = allowed
+    if capacity <= 0:
+        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY)
+    chosen = upstream_order(candidates)[:capacity]
+    blocked = ""
+    if not chosen and held:
+        blocked = WINDOW
+    return Rollout(
+        targets=tuple(n.name for n in chosen),
+        waiting=tuple(w for w in waiting if w not in {n.name for n in chosen}),
+        held=tuple(held),
+        capacity=capacity,
+        blocked=blocked,
+    )
+
+
+def condition(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def set_condition(
+    conditions: list[Obj], kind: str, status: bool, reason: str, message: str, now: str
+) -> None:
+    """Upstream ``SetMachineConfigPoolCondition``: no change when nothing differs; the
+    transition time moves only when the status does; a changed condition goes last."""
+    value = "True" if status else "False"
+    old = condition(conditions, kind)
+    if old and (old.get("status"), old.get("reason", ""), old.get("message", "")) == (
+        value,
+        reason,
+        message,
+    ):
+        return
+    since = old.get("lastTransitionTime") if old and old.get("status") == value else now
+    conditions[:] = [c for c in conditions if c.get("type") != kind]
+    new: Obj = {"type": kind, "status": value, "lastTransitionTime": since}
+    if reason:
+        new["reason"] = reason
+    if message:
+        new["message"] = message
+    conditions.append(new)
+
+
+def calculate_status(
+    pool: Mapping[str, Any],
+    nodes: Sequence[NodeView],
+    now: str,
+    *,
+    rollout: Rollout | None = None,
+    window: WindowState | None = None,
+) -> Obj:
+    """The pool's ``status`` (upstream ``calculateStatus``), from its nodes.
+
+    ``now`` is the RFC 3339 time for changed conditions; ``rollout`` and ``window`` add
+    what a maintenance window holds back to the ``Updating`` message.
+    """
+    spec = pool.get("spec") or {}
+    old: Mapping[str, Any] = pool.get("status") or {}
+    target = target_of(pool)
+    total = len(nodes)
+    updated = [n for n in nodes if n.updated(target)]
+    ready = [n for n in updated if n.schedulable_and_ready]
+    unavailable = [n for n in nodes if n.unavailable]
+    degraded = [n for n in nodes if n.degraded]
+    status: Obj = {
+        "observedGeneration": (pool.get("metadata") or {}).get("generation", 0),
+        "machineCount": total,
+        "updatedMachineCount": len(updated),
+        "readyMachineCount": len(ready),
+        "unavailableMachineCount": len(unavailable),
+        "degradedMachineCount": len(degraded),
+        "configuration": copy.deepcopy(old.get("configuration") or {}),
+        "conditions": copy.deepcopy(list(old.get("conditions") or [])),
+    }
+    conditions: list[Obj] = status["conditions"]
+    line = f"MachineConfig {target}"
+    all_updated = bool(target) and len(updated) == total == len(ready) and not unavailable
+    if all_updated:
+        set_condition(conditions, UPDATED, True, "", f"All nodes are updated with {line}", now)
+        set_condition(conditions, UPDATING, False, "", "", now)
+        status["configuration"] = copy.deepcopy(spec.get("configuration") or {})
+    else:
+        set_condition(conditions, UPDATED, False, "", "", now)
+        if spec.get("paused"):
+            message = f"Pool is paused; will not update to {line}"
+            set_condition(conditions, UPDATING, False, "", message, now)
+        else:
+            message = f"All nodes are updating to {line}"
+            if rollout is not None and rollout.blocked == INVALID:
+                message += f"; stopped: {rollout.error}"
+            elif rollout is not None and rollout.blocked == NODE_FAILING:
+                message += f"; stopped: {', '.join(rollout.failing)} failed to apply it"
+            elif rollout is not None and rollout.held and window is not None:
+                message += (
+                    f"; {len(rollout.held)} nodes wait for the maintenance window "
+                    f"({window.describe()})"
+                )
+            set_condition(conditions, UPDATING, True, "", message, now)
+    node_degraded = ""
+    if degraded:
+        reasons = [f"Node {n.name} is reporting: {goquote(n.reason)}" for n in degraded if n.reason]
+        node_degraded = ", ".join(reasons)
+        reason = f"{len(degraded)} nodes are reporting degraded status on sync"
+        set_condition(conditions, NODE_DEGRADED, True, reason, node_degraded, now)
+    else:
+        set_condition(conditions, NODE_DEGRADED, False, "", "", now)
+    render = condition(conditions, RENDER_DEGRADED)
+    render_degraded = render is not None and render.get("status") == "True"
+    if degraded or render_degraded:
+        set_condition(conditions, DEGRADED, True, "", node_degraded, now)
+    else:
+        set_condition(conditions, DEGRADED, False, "", "", now)
+    if window is not None:
+        reason = "WindowOpen" if window.open else "WindowClosed"
+        set_condition(conditions, MAINTENANCE_WINDOW, window.open, reason, window.describe(), now)
+    else:
+        conditions[:] = [c for c in conditions if c.get("type") != MAINTENANCE_WINDOW]
+    return status
+
+
+def render_condition(pool: Mapping[str, Any], error: str | None, now: str) -> list[Obj]:
+    """The pool's conditions after a render: ``RenderDegraded`` with upstream's message."""
+    conditions = copy.deepcopy(list((pool.get("status") or {}).get("conditions") or []))
+    name = (pool.get("metadata") or {}).get("name", "")
+    if error is None:
+        set_condition(conditions, RENDER_DEGRADED, False, "", "", now)
+    else:
+        message = f"Failed to render configuration for pool {name}: {error}"
+        set_condition(conditions, RENDER_DEGRADED, True, "", message, now)
+    return conditions
