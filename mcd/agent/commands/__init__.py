@@ -1,1 +1,2 @@
-"""TODO."""
+"""The cores of the one-shot commands: ``once-from``, ``restore``, ``pivot``, ``status`` and
+``recover``."""

@@ -1,1 +1,2 @@
-"""TODO."""
+"""What a node reports about itself: the health gate's settings, results and verdict, and its
+MachineConfigNode status."""

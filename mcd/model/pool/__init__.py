@@ -1,1 +1,2 @@
-"""TODO."""
+"""Pools of nodes: MachineConfigPools and their members, rendering a pool's MachineConfigs, rollout
+decisions and maintenance windows."""
