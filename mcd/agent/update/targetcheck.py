@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import time
 
-from mcd.agent.update.context import Config, Context
-from mcd.cluster.api import ApiError, Obj
+from mcd.agent.report.drift import DriftMonitor
+from mcd.agent.update.context import Config
+from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
-from mcd.cluster.node import annotations_of
+from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.model.text import goquote
 from mcd.model.vocabulary import Annotation
 
@@ -37,14 +38,22 @@ class TargetCheck:
     forced)."""
 
     def __init__(
-        self, ctx: Context, desired: Config, force: bool, interval: float = RECHECK_INTERVAL
+        self,
+        desired: Config,
+        force: bool,
+        *,
+        writer: NodeWriter,
+        kube: Kube,
+        drift: DriftMonitor,
+        interval: float = RECHECK_INTERVAL,
     ) -> None:
-        self.ctx, self.desired, self.force, self.interval = ctx, desired, force, interval
+        self.desired, self.force, self.interval = desired, force, interval
+        self.writer, self.kube, self.drift = writer, kube, drift
         self._last = time.monotonic()
 
     def __call__(self) -> str:
-        if self.ctx.drift.drifted and not self.force:
-            return self.ctx.drift.drifted  # a hot-fix during the drain: stop before writing
+        if self.drift.drifted and not self.force:
+            return self.drift.drifted  # a hot-fix during the drain: stop before writing
         if time.monotonic() - self._last < self.interval:
             return ""
         return self.now()
@@ -54,7 +63,7 @@ class TargetCheck:
         self._last = time.monotonic()
         name = self.desired.name
         try:
-            annotations = annotations_of(self.ctx.writer.get())
+            annotations = annotations_of(self.writer.get())
             wanted = annotations.get(Annotation.DESIRED_CONFIG, "")
             if wanted != name:
                 return f"desiredConfig changed from {name} to {wanted or 'nothing'}"
@@ -64,7 +73,7 @@ class TargetCheck:
             )
             if image != planned:  # image mode: the rebase target is the image, not osImageURL
                 return f"desiredImage changed from {_shown(planned)} to {_shown(image)}"
-            identity = identity_of(get_machine_config(self.ctx.kube, name))
+            identity = identity_of(get_machine_config(self.kube, name))
         except MachineConfigNotFound:
             return f"MachineConfig {name} was deleted"
         except ApiError as e:

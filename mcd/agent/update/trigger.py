@@ -210,7 +210,7 @@ def _run(
         log.info("Drain not required, skipping")
         ctx.events.record(Reason.DRAIN, "Drain not required, skipping")
     elif plan.drain:
-        check = TargetCheck(ctx, desired, plan.force)
+        check = TargetCheck(desired, plan.force, writer=ctx.writer, kube=ctx.kube, drift=ctx.drift)
         try:
             ctx.drainer.drain(desired.name, check)
         except DrainAbandoned as e:
