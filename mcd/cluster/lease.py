@@ -1,15 +1,20 @@
 """Leader election with a ``coordination.k8s.io/v1`` Lease, as client-go's leaderelection.
 
 The holder renews ``renewTime`` every ``retry`` seconds; a candidate takes the Lease only
-when it is free or its last renewal is older than ``leaseDurationSeconds``. Every write
-carries the resourceVersion it read, so of two candidates racing for an expired Lease
-exactly one wins (the other gets 409 and stays a candidate).
+when it is free or its record has not changed for ``leaseDurationSeconds`` *as this process
+saw it* (:class:`Observation`: its own monotonic clock, from the moment it last saw the
+record change), never judged from stamps it did not write: a ``renewTime`` in the future (a
+hand edit, a replica with a skewed clock) delays a takeover by one duration, not until that
+date. Every write carries the resourceVersion it read, so of two candidates racing for an
+expired Lease exactly one wins (the other gets 409 and stays a candidate).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from mcd.cluster.api import ApiError, Kube, Obj
 
@@ -28,13 +33,33 @@ def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _parse(stamp: str) -> datetime | None:
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(stamp, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    return None
+class Observation:
+    """Whether a Lease held by another has expired, as client-go's leader election judges it:
+    by how long its record (holder, renewTime, duration, transitions) has stayed unchanged on
+    this process's own monotonic clock. The first sight of a record starts the count."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.record: tuple[str, ...] | None = None
+        self.since = 0.0
+
+    def expired(self, spec: Obj) -> bool:
+        seen = tuple(
+            str(spec.get(key) or "")
+            for key in ("holderIdentity", "renewTime", "leaseDurationSeconds", "leaseTransitions")
+        )
+        now = self.clock()
+        if seen != self.record:
+            self.record, self.since = seen, now
+            return False
+        return now - self.since > _duration(spec)
+
+
+def _duration(spec: Obj) -> float:
+    try:
+        return max(0.0, float(spec.get("leaseDurationSeconds") or 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 class LeaseLock:
@@ -47,6 +72,7 @@ class LeaseLock:
         self.identity = identity
         self.duration = duration
         self.holder = ""
+        self.observation = Observation()
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt: True when this identity holds the Lease afterwards."""
@@ -60,10 +86,7 @@ class LeaseLock:
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         self.holder = holder
-        renewed = _parse(str(spec.get("renewTime") or ""))
-        duration = int(spec.get("leaseDurationSeconds") or self.duration)
-        expired = renewed is None or now - renewed > timedelta(seconds=duration)
-        if holder and holder != self.identity and not expired:
+        if holder and holder != self.identity and not self.observation.expired(spec):
             return False
         new_spec = dict(spec)
         if holder != self.identity:

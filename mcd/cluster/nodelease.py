@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.events import default_namespace
+from mcd.cluster.lease import Observation
 from mcd.cluster.watch import Backoff
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,7 @@ class NodeLease:
         self._lease: Obj | None = None  # the Lease as the last write returned it
         self.unavailable = ""
         """Why the Lease API cannot be used here (RBAC not applied, no such API), or ''."""
-        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
-        self._observed_at = 0.0
+        self.observation = Observation()  # expiry judged on this agent's own clock
 
     @property
     def collection(self) -> str:
@@ -131,7 +131,7 @@ class NodeLease:
         spec = lease.get("spec") or {}
         other = str(spec.get("holderIdentity") or "")
         dead = predecessor_dead and bool(self.machine) and machine_of(other) == self.machine
-        if other and other != self.holder and not dead and not self._expired(spec):
+        if other and other != self.holder and not dead and not self.observation.expired(spec):
             self.held = False
             return other
         if dead and other != self.holder:
@@ -165,15 +165,6 @@ class NodeLease:
             self._lease = None
             return self.try_acquire()
         return ""
-
-    def _expired(self, spec: Obj) -> bool:
-        """Not renewed for ``leaseDurationSeconds`` as this agent saw it (its own clock)."""
-        seen = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
-        now = time.monotonic()
-        if seen != self._observed:
-            self._observed, self._observed_at = seen, now
-            return False
-        return now - self._observed_at > float(spec.get("leaseDurationSeconds") or 0)
 
     def acquire(
         self, stop: threading.Event, said: Callable[[str], None], predecessor_dead: bool = False
