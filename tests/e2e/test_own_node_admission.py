@@ -30,6 +30,7 @@ INSTALL = [
     "00-namespace.yaml",
     "01-machineconfig-crd.yaml",
     "02-rbac.yaml",
+    "05-controller-rbac.yaml",
     "08-machineconfignode-crd.yaml",
 ]
 POLICY = DAEMONSET / "07-own-node-admission.yaml"
@@ -144,15 +145,26 @@ def daemonset_pod(cluster: TestCluster, node: str) -> Obj:
         pytest.skip("no DaemonSet controller in this cluster (start it with KAS_KCM=1)")
     pod = pods[0]
     if not pod["spec"].get("nodeName"):  # no scheduler here: bind it as the scheduler would
+        bind_once(cluster, pod, node)
+    return pod
+
+
+def bind_once(cluster: TestCluster, pod: Obj, node: str) -> None:
+    """Bind the pod to ``node``; one the DaemonSet controller bound meanwhile stays so."""
+    try:
         cluster.kube.request(
             "POST", f"/api/v1/namespaces/mcd/pods/{pod['metadata']['name']}/binding",
             body={"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod["metadata"]["name"]},
                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}},
         )  # fmt: skip
-    return pod
+    except ApiError as e:
+        if e.status != 409 or f'already assigned to node "{node}"' not in str(e):
+            raise
 
 
-def bound_kubeconfig(cluster: TestCluster, pod: Obj | None, path: Path) -> Path:
+def bound_kubeconfig(
+    cluster: TestCluster, pod: Obj | None, path: Path, service_account: str = "mcd"
+) -> Path:
     """A kubeconfig with a token of mcd's ServiceAccount bound to ``pod``, as the kubelet
     projects into the DaemonSet's pods (``None``: bound to no object)."""
     spec: Obj = {"expirationSeconds": 3600}
@@ -161,7 +173,7 @@ def bound_kubeconfig(cluster: TestCluster, pod: Obj | None, path: Path) -> Path:
                                   "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}  # fmt: skip
     review = cluster.kube.request(
         "POST",
-        "/api/v1/namespaces/mcd/serviceaccounts/mcd/token",
+        f"/api/v1/namespaces/mcd/serviceaccounts/{service_account}/token",
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
     )
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
@@ -297,3 +309,109 @@ def run_the_proof(
     assert refused is not None and refused.status == 403
     print(f"unbound token, write to {node.name}: {refused.status} {refused}")
     assert f"{DENIED}: this token is not bound to a node" in str(refused)
+
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/mcd/leases"
+
+
+def write_as(kube: Kube, method: str, path: str, body: Obj) -> ApiError | None:
+    """One write; the API server's refusal, or None when it was allowed."""
+    try:
+        if method == "PATCH":
+            kube.request(method, path, body=body, content_type="application/merge-patch+json")
+        else:
+            kube.request(method, path, body=body)
+    except ApiError as e:
+        return e
+    return None
+
+
+def lease(name: str, holder: str, version: str = "") -> Obj:
+    meta: Obj = {"name": name, "namespace": "mcd"}
+    if version:
+        meta["resourceVersion"] = version
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 315360000}}  # fmt: skip
+
+
+def test_a_stolen_agent_token_reaches_no_further_than_its_own_node(
+    installed: None, kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """Issue 28's attacks with one node's pod-bound agent token: another node's Lease or the
+    controller's, a label the kubelet itself is denied, an administrator's taint, a foreign
+    annotation: each denied with the policy's words; what mcd writes is still allowed. And the
+    controller's token reaches no agent's Lease."""
+    admin = kube_cluster.kube
+    node, other = kube_cluster.node("stolen"), kube_cluster.node("victim")
+    admin_taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    admin.request("PATCH", f"/api/v1/nodes/{node}", body={"spec": {"taints": [admin_taint]}},
+                  content_type="application/merge-patch+json")  # fmt: skip
+    created: list[str] = []
+    try:
+        pod = daemonset_pod(kube_cluster, node)
+        pod = admin.request("GET", f"/api/v1/namespaces/mcd/pods/{pod['metadata']['name']}")
+        agent = Kube(load_client(str(bound_kubeconfig(kube_cluster, pod, tmp_path / "a"))))
+        assert eventually(lambda: annotate_as(agent, other) is not None, timeout=30)
+        own = f"/api/v1/nodes/{node}"
+
+        # what mcd writes on its own Node stays allowed
+        assert write_as(agent, "PATCH", own, {"metadata": {"annotations": {
+            Annotation.STATE: "Done", "mcd/cordoned-by": "mcd"}}}) is None  # fmt: skip
+        assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": True}}) is None
+        assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": None}}) is None
+
+        # ... and nothing else
+        attacks: dict[str, tuple[Obj, str]] = {
+            "master label": ({"metadata": {"labels": {"node-role.kubernetes.io/master": ""}}},
+                             f"may not change the labels of node {node}"),
+            "node-restriction label": (
+                {"metadata": {"labels": {"node-restriction.kubernetes.io/pool": "db"}}},
+                f"may not change the labels of node {node}"),
+            "admin taint removed": ({"spec": {"taints": []}},
+                                    f"may not change the taints of node {node}"),
+            "foreign annotation": ({"metadata": {"annotations": {"example.com/owner": "evil"}}},
+                                   f"may change only mcd's annotations on node {node}"),
+            "provider id": ({"spec": {"providerID": "evil://1"}},
+                            f"spec.unschedulable and the UpdateInProgress taint of node {node}"),
+        }  # fmt: skip
+        for attack, (body, words) in attacks.items():
+            refused = write_as(agent, "PATCH", own, body)
+            print(f"{attack}: {refused}")
+            assert refused is not None and refused.status == 403, attack
+            assert words in str(refused), attack
+        after = admin.request("GET", own)
+        assert after["spec"]["taints"] == [admin_taint]
+        assert "node-role.kubernetes.io/master" not in after["metadata"]["labels"]
+
+        # Leases: its own, yes; another node's or the controller's, no
+        assert write_as(agent, "POST", LEASES, lease(node, "agent")) is None
+        created.append(f"{LEASES}/{node}")
+        refused = write_as(agent, "POST", LEASES, lease(other, "evil"))
+        assert refused is not None and refused.status == 403
+        assert f"{DENIED} ({node}), not leases/{other}" in str(refused)
+        for name in (other, "mcd-controller"):
+            held = admin.request("POST", LEASES, body=lease(name, "rightful"))
+            created.append(f"{LEASES}/{name}")
+            version = held["metadata"]["resourceVersion"]
+            refused = write_as(agent, "PUT", f"{LEASES}/{name}", lease(name, "evil", version))
+            print(f"Lease {name}: {refused}")
+            assert refused is not None and refused.status == 403
+            rightful = admin.request("GET", f"{LEASES}/{name}")["spec"]["holderIdentity"]
+            assert rightful == "rightful"
+        assert f"{DENIED} ({node}), not leases/mcd-controller" in str(refused)
+
+        # the controller's token: its Lease, yes; an agent's, no
+        controller = Kube(load_client(str(
+            bound_kubeconfig(kube_cluster, None, tmp_path / "c", "mcd-controller"))))  # fmt: skip
+        current = admin.request("GET", f"{LEASES}/mcd-controller")["metadata"]["resourceVersion"]
+        assert write_as(controller, "PUT", f"{LEASES}/mcd-controller",
+                        lease("mcd-controller", "replica", current)) is None  # fmt: skip
+        current = admin.request("GET", f"{LEASES}/{node}")["metadata"]["resourceVersion"]
+        refused = write_as(controller, "PUT", f"{LEASES}/{node}", lease(node, "evil", current))
+        assert refused is not None and refused.status == 403
+        assert f"may change only its own Lease mcd-controller, not {node}" in str(refused)
+    finally:
+        remove_daemonset(kube_cluster, kube_cluster.name("mcd-own"))
+        for path in created:
+            with contextlib.suppress(ApiError):
+                admin.request("DELETE", path)
