@@ -37,6 +37,21 @@ if TYPE_CHECKING:
     help="Listen address for /metrics, /healthz and /readyz.",
 )
 @click.option(
+    "--metrics-auth",
+    type=click.Choice(["auto", "token", "none"]),
+    default="auto",
+    show_default=True,
+    help="token: /metrics only for a bearer token the API server says may get /metrics "
+    "(TokenReview + SubjectAccessReview, as kube-rbac-proxy); auto: token unless the "
+    "listener is on loopback.",
+)
+@click.option(
+    "--metrics-cert",
+    type=click.Path(dir_okay=False, exists=True),
+    help="TLS certificate for the listener (with --metrics-key).",
+)
+@click.option("--metrics-key", type=click.Path(dir_okay=False, exists=True))
+@click.option(
     "--namespace",
     envvar="POD_NAMESPACE",
     help="Where the Lease is (default: $POD_NAMESPACE).",
@@ -59,6 +74,9 @@ if TYPE_CHECKING:
 def controller_command(
     kubeconfig: str | None,
     metrics_url: str,
+    metrics_auth: str,
+    metrics_cert: str | None,
+    metrics_key: str | None,
     namespace: str | None,
     lease_duration: int,
     resync: float,
@@ -69,9 +87,13 @@ def controller_command(
     from mcd.host.systemd.journal import configure_logging  # noqa: PLC0415
 
     configure_logging()
+    if bool(metrics_cert) != bool(metrics_key):
+        fail("--metrics-cert and --metrics-key go together")
     options = ControllerOptions(
         kubeconfig=kubeconfig,
         metrics_url=metrics_url,
+        metrics_auth=metrics_auth,
+        metrics_tls=(metrics_cert, metrics_key) if metrics_cert and metrics_key else None,
         namespace=namespace or "",
         lease_duration=lease_duration,
         retry=max(1.0, lease_duration / 5),

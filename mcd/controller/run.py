@@ -29,13 +29,25 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.pools import NODES, POOLS, PoolWriter
+from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer
-from mcd.host.statusserver import StatusServer
+from mcd.host.statusserver import StatusServer, parse_listen_address
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "mcd-controller"
+LOOPBACK = ("127.", "localhost", "::1")
+
+
+def _guarded(options: ControllerOptions) -> bool:
+    """Whether /metrics asks the API server about each scraper's token."""
+    if options.metrics_auth != "auto":
+        return options.metrics_auth == "token"
+    host, _ = parse_listen_address(options.metrics_url)
+    return not host.startswith(LOOPBACK)
+
+
 USER_AGENT = "machine-config-controller"
 
 
@@ -43,6 +55,9 @@ USER_AGENT = "machine-config-controller"
 class ControllerOptions:
     kubeconfig: str | None = None
     metrics_url: str = "127.0.0.1:8798"
+    metrics_auth: str = "auto"
+    """token | none | auto (token unless the listener is on loopback)"""
+    metrics_tls: tuple[str, str] | None = None
     namespace: str = ""
     identity: str = ""
     lease_duration: int = 15
@@ -79,8 +94,10 @@ class Controller:
         self.leading = False
         self.last_tick = time.monotonic()
         self.server = StatusServer(
-            options.metrics_url, self.metrics.registry, self._healthz, self._readyz
-        )
+            options.metrics_url, self.metrics.registry, self._healthz, self._readyz,
+            scrapers=ScraperCheck(self.kube) if _guarded(options) else None,
+            tls=options.metrics_tls,
+        )  # fmt: skip
 
     # -- probes -------------------------------------------------------------------------
 
