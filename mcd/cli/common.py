@@ -36,6 +36,7 @@ from mcd.cli.exits import (  # re-exported: the commands import them from here
 )
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.text import printable
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -64,13 +65,13 @@ def _prefix(word: str, fg: str) -> str:
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """``error: <message>`` on stderr, then exit ``code``."""
-    click.echo(f"{_prefix('error:', 'red')} {message}", err=True)
+    click.echo(f"{_prefix('error:', 'red')} {printable(message)}", err=True)  # one line
     sys.exit(code)
 
 
 def warn(message: str) -> None:
     if not quiet():
-        click.echo(f"{_prefix('warning:', 'yellow')} {message}", err=True)
+        click.echo(f"{_prefix('warning:', 'yellow')} {printable(message)}", err=True)
 
 
 def verbosity() -> int:
