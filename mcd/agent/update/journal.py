@@ -8,12 +8,14 @@ instant finds the journal at its next start and finishes or rolls back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from mcd.agent.update import failpoints
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.fs.sealing import STATE_DIR_MODE, STATE_FILE_MODE, seal_state
@@ -21,6 +23,7 @@ from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 
+STATE_DIR = "/etc/machine-config-daemon"
 JOURNAL = "/etc/machine-config-daemon/transaction.json"
 OLD_DOC = "/etc/machine-config-daemon/transaction-old.json"
 NEW_DOC = "/etc/machine-config-daemon/transaction-new.json"
@@ -38,6 +41,19 @@ class StateError(Exception):
 
 class JournalError(StateError):
     """The update journal cannot be read or makes no sense."""
+
+
+class JournalWriteError(HostError):
+    """The update journal cannot be written (a full or read-only state directory)."""
+
+
+def _write_error(e: Exception) -> JournalWriteError:
+    if isinstance(e, JournalWriteError):
+        return e
+    why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+    return JournalWriteError(
+        f"cannot write the update journal in {STATE_DIR}: {why}; nothing was changed"
+    )
 
 
 class Phase(StrEnum):
@@ -91,20 +107,38 @@ class Journal:
         return entry, docs[0], docs[1]
 
     def begin(self, entry: Entry, old_doc: bytes, new_doc: bytes) -> None:
-        for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
-            fsops.write_file(
-                self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
-            )
-        # one fsync of their directory makes both documents durable before the journal
-        # that names them exists (recovery reads the journal first)
-        state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
-        fsops.fsync_dir(self.root.host(state_dir))
-        self.save(entry)
+        """Record an update before its first change. A journal that cannot be written
+        (``ENOSPC``, ``EROFS``) leaves nothing behind and says where: mcd's state directory,
+        not the config (:class:`JournalWriteError`)."""
+        try:
+            for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
+                fsops.write_file(
+                    self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
+                )
+                failpoints.reach(f"journal:{os.path.basename(path)}")
+            # one fsync of their directory makes both documents durable before the journal
+            # that names them exists (recovery reads the journal first)
+            state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
+            fsops.fsync_dir(self.root.host(state_dir))
+            self.save(entry)
+        except (OSError, JournalWriteError) as e:
+            self._discard()
+            raise _write_error(e) from e
         seal_state(self.root)
 
     def save(self, entry: Entry) -> None:
         data = json.dumps(asdict(entry), indent=1).encode()
-        fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+        try:
+            fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+            failpoints.reach("journal:save")
+        except OSError as e:
+            raise _write_error(e) from e
+
+    def _discard(self) -> None:
+        """Remove whatever a failed :meth:`begin` wrote (the journal last written, first)."""
+        for path in (JOURNAL, OLD_DOC, NEW_DOC):
+            with contextlib.suppress(OSError, HostError):  # nothing more to be done
+                fsops.remove(self.root, path)
 
     def clear(self) -> None:
         fsops.remove(self.root, JOURNAL)  # the journal goes first (durably): recovery reads it

@@ -28,11 +28,9 @@ from mcd.agent.update.reapply import rerun_actions
 from mcd.cluster.events import Reason
 from mcd.host.errors import HostError
 from mcd.host.fs.sealing import seal_state
-from mcd.host.ondisk.validation import check_file, validate_on_disk
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.systemd.manager import SystemdError
 from mcd.model.disruption.policy import ActionType
-from mcd.model.errors import ConfigError
-from mcd.model.ignition.config import File
 from mcd.model.node.health import rolled_back
 from mcd.model.planning.actions import executed_actions
 from mcd.model.planning.plan import UpdatePlan
@@ -116,7 +114,9 @@ class Transaction:
                 raise UpdateError(report.reasons()[0])
         try:
             ostree = self.node.root.exists(OSTREE_BOOTED)
-            self.node.effects.check_targets(self.new.ignition, ostree=ostree)
+            self.node.effects.check_targets(
+                self.new.ignition, ostree=ostree, old=self.old.ignition, force=self.plan.force
+            )
         except HostError as e:
             raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
@@ -124,7 +124,10 @@ class Transaction:
         steps = self._steps()
         if steps:  # the first step's start goes with the journal's first record
             self.entry.started.append(steps[0][0].value)
-        self.journal.begin(self.entry, self.old_doc, self.new_doc)
+        try:
+            self.journal.begin(self.entry, self.old_doc, self.new_doc)
+        except HostError as e:  # (a full state directory) nothing was written: say where
+            raise UpdateError(str(e)) from e
         failpoints.reach("begin")
         return self._apply()
 
@@ -153,7 +156,10 @@ class Transaction:
             reason = failure_reason(e)
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
-            self.journal.save(self.entry)
+            try:
+                self.journal.save(self.entry)
+            except HostError as full:  # (ENOSPC) roll back all the same, from memory
+                log.error("%s", full)
             if isinstance(e, UpdateError) and e.step == Step.GATE:
                 current = Step.GATE  # (only the gate's own failure is the gate's)
             try:
@@ -179,7 +185,7 @@ class Transaction:
         fx, new = self.node.effects, self.new
         kept = set() if self.plan.force else set(self.old.ignition.files)
         fx.write_files(
-            [f for f in new.ignition.files if f not in kept or self._drifted(f)],
+            [f for f in new.ignition.files if f not in kept or fx.drifted(f)],
             skip_certificate_write=self.skip_certificate_write,
             on_written=lambda n: failpoints.reach(f"files:{n}"),
         )
@@ -367,16 +373,6 @@ class Transaction:
             return
         rpm.cleanup_pending()  # the booted deployment never changed
 
-    def _drifted(self, file: File) -> bool:
-        """Whether a file both configs agree on is no longer as they say. One that still is
-        is left alone by the update and by its rollback (it may be immutable; rewriting it
-        gains nothing). The force file rewrites everything."""
-        try:
-            data = file.data()
-        except ConfigError:
-            return True
-        return check_file(self.node.root, file.path, data, file.effective_mode) != ""
-
     def _undo_passwd(self) -> None:
         fx = self.node.effects
         fx.update_ssh_keys(self.old.ignition.passwd.users)
@@ -385,7 +381,7 @@ class Transaction:
     def _undo_files(self) -> None:
         fx, old = self.node.effects, self.old
         kept = set(self.new.ignition.files)
-        touched = [f for f in old.ignition.files if f not in kept or self._drifted(f)]
+        touched = [f for f in old.ignition.files if f not in kept or fx.drifted(f)]
         fx.write_files(touched, skip_certificate_write=self.skip_certificate_write)
         names = set(self.plan.units.removed) | set(self.plan.units.changed)
         fx.write_units([u for u in old.ignition.units if u.name in names])
