@@ -8,7 +8,7 @@ from mcd.host.accounts import users
 from mcd.host.accounts.passwd import Accounts
 from mcd.host.fs.backups import Backups, PackageDatabase
 from mcd.host.ondisk import files as file_writer
-from mcd.host.ondisk import stale, targets, touched
+from mcd.host.ondisk import stale, targets, touched, undo
 from mcd.host.ondisk.units import UnitWriter
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
@@ -42,6 +42,19 @@ class HostEffects:
             if old is not None:
                 paths = touched.touched_paths(self.root, old, cfg, force=force)
                 touched.check_changeable(self.root, paths)
+
+    def record_undo(self, old: IgnitionConfig, new: IgnitionConfig, *, force: bool) -> None:
+        """Before an update's first change: what every path it touches is now
+        (:mod:`mcd.host.ondisk.undo`)."""
+        with self.root.caching():
+            undo.record(self.root, touched.touched_paths(self.root, old, new, force=force))
+
+    def restore_undo(self) -> None:
+        """At the end of a rollback: every recorded path exactly as it was."""
+        undo.restore(self.root)
+
+    def discard_undo(self) -> None:
+        undo.discard(self.root)
 
     def drifted(self, file: File) -> bool:
         """Whether ``file`` no longer is on disk as its config says."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -19,6 +20,7 @@ from mcd.agent.update import failpoints
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.fs.sealing import STATE_DIR_MODE, STATE_FILE_MODE, seal_state
+from mcd.host.ondisk import undo
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
@@ -106,11 +108,21 @@ class Journal:
                 ) from e
         return entry, docs[0], docs[1]
 
-    def begin(self, entry: Entry, old_doc: bytes, new_doc: bytes) -> None:
-        """Record an update before its first change. A journal that cannot be written
+    def begin(
+        self,
+        entry: Entry,
+        old_doc: bytes,
+        new_doc: bytes,
+        record_undo: Callable[[], None] | None = None,
+    ) -> None:
+        """Record an update before its first change (``record_undo`` first: what the paths
+        it touches are now, :mod:`mcd.host.ondisk.undo`). A journal that cannot be written
         (``ENOSPC``, ``EROFS``) leaves nothing behind and says where: mcd's state directory,
         not the config (:class:`JournalWriteError`)."""
         try:
+            undo.discard(self.root)  # a record a killed begin left: never trusted
+            if record_undo is not None:
+                record_undo()
             for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
                 fsops.write_file(
                     self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
@@ -122,7 +134,7 @@ class Journal:
             fsops.fsync_dir(self.root.host(state_dir))
             self.save(entry)
         except (OSError, JournalWriteError) as e:
-            self._discard()
+            self.discard()
             raise _write_error(e) from e
         seal_state(self.root)
 
@@ -134,13 +146,15 @@ class Journal:
         except OSError as e:
             raise _write_error(e) from e
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
         """Remove whatever a failed :meth:`begin` wrote (the journal last written, first)."""
-        for path in (JOURNAL, OLD_DOC, NEW_DOC):
+        for path in (JOURNAL, OLD_DOC, NEW_DOC, undo.RECORD, undo.PREIMAGES):
             with contextlib.suppress(OSError, HostError):  # nothing more to be done
                 fsops.remove(self.root, path)
 
-    def clear(self) -> None:
+    def clear(self, keep_undo: bool = False) -> None:
+        """The update is over: the journal, both documents and (unless ``keep_undo``: a
+        committed update whose reboot request may still fail) the undo record go."""
         fsops.remove(self.root, JOURNAL)  # the journal goes first (durably): recovery reads it
         # then both documents, with one fsync of their directory for the two (without the
         # journal, a document a crash brings back is never read, and the next begin
@@ -149,6 +163,8 @@ class Journal:
         if any(removed):
             state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
             fsops.fsync_dir(self.root.host(state_dir))
+        if not keep_undo:
+            undo.discard(self.root)
 
 
 def parse_entry(data: bytes) -> Entry:
