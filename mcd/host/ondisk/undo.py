@@ -29,12 +29,13 @@ from mcd.host.fs import fsops
 from mcd.host.fs.backups import noorig_path, orig_path
 from mcd.host.fs.sealing import STATE_DIR_MODE, STATE_FILE_MODE
 from mcd.host.rootfs import Root
+from mcd.model.ignition.guards import UNDO_PREIMAGES, UNDO_RECORD
 from mcd.model.text import goquote
 
 log = logging.getLogger(__name__)
 
-RECORD = "/etc/machine-config-daemon/transaction-undo.json"
-PREIMAGES = "/etc/machine-config-daemon/transaction-undo"
+RECORD = UNDO_RECORD
+PREIMAGES = UNDO_PREIMAGES
 UNIT_DIR = "/etc/systemd/system"
 
 
@@ -42,6 +43,7 @@ def record(root: Root, paths: list[str]) -> None:
     """Record the state of ``paths`` (with their backup names) and of the unit directory."""
     entries: dict[str, dict[str, str]] = {}
     created: list[str] = []
+    fsops.ensure_dir(root, PREIMAGES, 0o700)  # copies of private files: root alone
     for path in dict.fromkeys(p for t in paths for p in (t, orig_path(t), noorig_path(t))):
         host = fsops.target_path(root, path)
         try:
@@ -136,7 +138,12 @@ def _restore_units(root: Root, before: dict[str, str]) -> None:
 
 
 def _rmdir_if_empty(root: Root, node_dir: str, host: str | None = None) -> None:
-    target = host or root.host(node_dir)
+    """``rmdir`` of a directory the update made, judged where it resolves inside the root
+    (its parents as the node sees them); a symlink or a directory with anything in it stays."""
+    try:
+        target = host or fsops.target_path(root, node_dir)
+    except (OSError, HostError):
+        return  # it no longer resolves inside the root: nothing of ours is there
     if os.path.islink(target) or not os.path.isdir(target):
         return
     try:
