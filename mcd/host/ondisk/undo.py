@@ -43,6 +43,7 @@ def record(root: Root, paths: list[str]) -> None:
     """Record the state of ``paths`` (with their backup names) and of the unit directory."""
     entries: dict[str, dict[str, str]] = {}
     created: list[str] = []
+    fsops.ensure_dir(root, os.path.dirname(PREIMAGES), STATE_DIR_MODE)  # as the journal's
     fsops.ensure_dir(root, PREIMAGES, 0o700)  # copies of private files: root alone
     for path in dict.fromkeys(p for t in paths for p in (t, orig_path(t), noorig_path(t))):
         host = fsops.target_path(root, path)
