@@ -36,6 +36,7 @@ from mcd.cli.exits import (  # re-exported: the commands import them from here
 )
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.text import printable
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -64,13 +65,13 @@ def _prefix(word: str, fg: str) -> str:
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """``error: <message>`` on stderr, then exit ``code``."""
-    click.echo(f"{_prefix('error:', 'red')} {message}", err=True)
+    click.echo(f"{_prefix('error:', 'red')} {printable(message)}", err=True)  # one line
     sys.exit(code)
 
 
 def warn(message: str) -> None:
     if not quiet():
-        click.echo(f"{_prefix('warning:', 'yellow')} {message}", err=True)
+        click.echo(f"{_prefix('warning:', 'yellow')} {printable(message)}", err=True)
 
 
 def verbosity() -> int:
@@ -169,11 +170,16 @@ def read_config(path: Path) -> MachineConfig:
         raise ConfigError(f"{path}: {e}") from e
 
 
-def _root_exists(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+def root_exists(value: Path) -> Path:
+    """``value``, when it is a directory; else one line naming it (``--root``) and exit 1."""
     if not value.is_dir():
         why = "not a directory" if value.exists() else "no such directory"
         fail(f"{value}: {why} (--root)")
     return value
+
+
+def _root_exists(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    return root_exists(value)
 
 
 config_file = click.Path(dir_okay=False, path_type=Path)
@@ -189,7 +195,55 @@ existing_root = click.option(
     callback=_root_exists,
     help="The node's root directory.",
 )
-"""``--root DIR`` for commands that read or repair an existing node root."""
+"""``--root DIR`` for commands that only read an existing node root."""
+
+NODE_SIGNS = (
+    "/etc/machine-config-daemon",
+    "/run/ostree-booted",
+    "/var/lib/kubelet",
+    "/etc/kubernetes/kubelet.conf",
+    "/usr/bin/kubelet",
+)
+"""What shows a host is a node mcd or the MCO manages: mcd's own state, an ostree boot, a
+kubelet. A command that writes a root writes this machine's own ``/`` unasked only there."""
+
+
+def node_signs(host: str = "/") -> list[str]:
+    """The :data:`NODE_SIGNS` found under ``host`` (never following a final symlink)."""
+    base = "" if host == "/" else host.rstrip("/")
+    return [sign for sign in NODE_SIGNS if os.path.lexists(base + sign)]
+
+
+def own_root() -> Path:
+    """``/`` for a command that writes a root and was given no ``--root``: only on a host
+    that shows it is a node; anywhere else one line says how to mean it."""
+    if not node_signs():
+        fail(
+            "refusing to write this machine's own root /: it shows no sign of being a node "
+            "mcd or the MCO manages (no /etc/machine-config-daemon/, /run/ostree-booted or "
+            "kubelet); pass --root / to mean it, or --root DIR for another root"
+        )
+    return Path("/")
+
+
+def _writable_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    return root_exists(own_root() if value is None else value)
+
+
+ROOT_HELP = (
+    "The node's root directory. Without it: / on a node (mcd's state, /run/ostree-booted "
+    "or a kubelet found), else refused: pass --root / to mean this machine."
+)
+
+writing_root = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    callback=_writable_root,
+    help=ROOT_HELP,
+)
+"""``--root DIR`` for commands that change an existing node root: no surprise writes to the
+machine the command runs on (:func:`own_root`)."""
 
 policy_option = click.option(
     "--policy",

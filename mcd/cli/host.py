@@ -18,15 +18,18 @@ from mcd.agent.update.transaction import UpdateError
 from mcd.cli.common import (
     EXIT_ERROR,
     EXIT_MISMATCH,
+    ROOT_HELP,
     config_file,
     console_logging,
-    existing_root,
     fail,
     os_error_text,
     output_options,
+    own_root,
     read_config,
     reports_config_errors,
+    root_exists,
     say,
+    writing_root,
 )
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
@@ -51,9 +54,8 @@ def _duration(
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
-    default="/",
-    show_default=True,
-    help="The node's root directory (created if missing).",
+    default=None,
+    help=ROOT_HELP + " Created if missing.",
 )
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
 @click.option(
@@ -66,7 +68,7 @@ def _duration(
 @output_options
 @reports_config_errors
 def once_from_command(
-    source: str, root: Path, skip_reboot: bool, try_for: tuple[str, float] | None
+    source: str, root: Path | None, skip_reboot: bool, try_for: tuple[str, float] | None
 ) -> None:
     """Apply SOURCE (a MachineConfig or Ignition config, path or http(s) URL) once, with no cluster.
 
@@ -75,6 +77,7 @@ def once_from_command(
     Exit 0 when applied (or the reboot is queued or skipped), 2 when the change
     cannot be applied to this node, 1 on any other failure (everything rolled back).
     """
+    root = own_root() if root is None else root
     console_logging()
     try_seconds = try_for[1] if try_for is not None else None
     try:
@@ -107,7 +110,7 @@ EXIT_UNCHANGED = 77
 @click.option("-P", "--from-etc-pullspec", is_flag=True, help=f"Read the image from {PULLSPEC}.")
 @click.option("-r", "--reboot", is_flag=True, help="Reboot if the OS changed.")
 @click.option("--unchanged-exit-77", is_flag=True, help="Exit 77 when already on the image.")
-@existing_root
+@writing_root
 @output_options
 def pivot_command(
     image: str | None, from_etc_pullspec: bool, reboot: bool, unchanged_exit_77: bool, root: Path
@@ -162,7 +165,7 @@ def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bo
 
 @click.command("restore")
 @click.argument("paths", nargs=-1)
-@existing_root
+@writing_root
 @click.option(
     "--config",
     "config_file",
@@ -195,7 +198,12 @@ def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None
 
 
 @click.command("recover")
-@existing_root
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The node's root directory (default / to inspect; to change it, as once-from).",
+)
 @click.option("--finish", "action", flag_value="finish", help="Complete the interrupted update.")
 @click.option("--abandon", "action", flag_value="abandon",
               help="Set the interrupted update's journal aside; change nothing else.")  # fmt: skip
@@ -207,9 +215,12 @@ def restore_command(paths: tuple[str, ...], root: Path, config_file: Path | None
 )
 @output_options
 @reports_config_errors
-def recover_command(root: Path, action: str | None, current_file: Path | None) -> None:
+def recover_command(root: Path | None, action: str | None, current_file: Path | None) -> None:
     """Inspect mcd's state files; finish or abandon an interrupted update; replace an
     unreadable currentconfig. Exit 0 when the state is usable (or was repaired), 1 otherwise."""
+    if root is None:  # inspecting reads /; a repair writes it only on a node (once-from's rule)
+        root = own_root() if action or current_file is not None else Path("/")
+    root_exists(root)
     console_logging()
     node_root = Root(root)
     try:

@@ -10,14 +10,14 @@ from mcd.agent.commands.once import node_for, revert_due
 from mcd.agent.safety import trymode
 from mcd.agent.update.journal import StateError
 from mcd.agent.update.transaction import UpdateError
-from mcd.cli.common import existing_root, fail, output_options, say
+from mcd.cli.common import fail, output_options, say, writing_root
 from mcd.host.errors import HostError
 from mcd.host.lock import writer_lock
 from mcd.host.rootfs import Root
 
 
 @click.command("confirm")
-@existing_root
+@writing_root
 @output_options
 def confirm_command(root: Path) -> None:
     """Keep the config on trial (``once-from --try``): no revert at its deadline.
@@ -43,7 +43,7 @@ def confirm_command(root: Path) -> None:
 
 @click.command("try-revert")
 @click.option("--now", is_flag=True, help="Revert even though the deadline has not passed.")
-@existing_root
+@writing_root
 @output_options
 def try_revert_command(root: Path, now: bool) -> None:
     """Revert a try (``once-from --try``) whose deadline passed; the timer runs this."""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from mcd.cluster.api import ApiError, Kube
+from mcd.model.text import printable
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,9 @@ class EventRecorder:
             threading.Thread(target=self._send_queued, name="events", daemon=True).start()
 
     def record(self, reason: Reason, message: str) -> bool:
-        """Create the Event (or queue it); False (and a log line) when that failed."""
+        """Create the Event (or queue it); False (and a log line) when that failed. The
+        message is one line of printable text, whatever names it quotes."""
+        message = printable(message)
         if self._queue is None:
             return self._send(reason, message)
         try:

@@ -8,7 +8,7 @@ from mcd.host.accounts import users
 from mcd.host.accounts.passwd import Accounts
 from mcd.host.fs.backups import Backups, PackageDatabase
 from mcd.host.ondisk import files as file_writer
-from mcd.host.ondisk import stale, targets
+from mcd.host.ondisk import stale, targets, touched, undo
 from mcd.host.ondisk.units import UnitWriter
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
@@ -25,11 +25,40 @@ class HostEffects:
         self.runner = runner or Runner()
         self.backups = Backups(root, PackageDatabase(root, self.runner))
 
-    def check_targets(self, cfg: IgnitionConfig, *, ostree: bool = False) -> None:
+    def check_targets(
+        self,
+        cfg: IgnitionConfig,
+        *,
+        ostree: bool = False,
+        old: IgnitionConfig | None = None,
+        force: bool = False,
+    ) -> None:
         """Refuse, before anything is written, a config whose targets this node cannot take
-        (:func:`mcd.host.ondisk.targets.check_targets`)."""
+        (:func:`mcd.host.ondisk.targets.check_targets`); given the ``old`` config, also an
+        update that would write or remove an immutable or append-only path
+        (:mod:`mcd.host.ondisk.touched`)."""
         with self.root.caching():  # read-only: each parent directory resolved once
             targets.check_targets(self.root, cfg, ostree=ostree)
+            if old is not None:
+                paths = touched.touched_paths(self.root, old, cfg, force=force)
+                touched.check_changeable(self.root, paths)
+
+    def record_undo(self, old: IgnitionConfig, new: IgnitionConfig, *, force: bool) -> None:
+        """Before an update's first change: what every path it touches is now
+        (:mod:`mcd.host.ondisk.undo`)."""
+        with self.root.caching():
+            undo.record(self.root, touched.touched_paths(self.root, old, new, force=force))
+
+    def restore_undo(self) -> None:
+        """At the end of a rollback: every recorded path exactly as it was."""
+        undo.restore(self.root)
+
+    def discard_undo(self) -> None:
+        undo.discard(self.root)
+
+    def drifted(self, file: File) -> bool:
+        """Whether ``file`` no longer is on disk as its config says."""
+        return touched.drifted(self.root, file)
 
     def write_files(
         self,

@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
-import json
-
 
 def goquote(s: str) -> str:
-    """Quote like Go's ``%q``: double quotes, backslash escapes."""
+    """Quote like Go's ``%q`` (``strconv.Quote``): double quotes, backslash escapes, every
+    non-printable character escaped by :func:`escape`; the result is one printable line."""
     if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
         return f'"{s}"'  # nothing to escape (a path, usually: one per written file's log line)
-    return json.dumps(s, ensure_ascii=False)
+    return '"' + "".join(_quoted(c) for c in s) + '"'
 
 
-_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+def _quoted(c: str) -> str:
+    if c in ('"', "\\"):
+        return "\\" + c
+    return c if c.isprintable() else escape(c)
 
 
 def printable(s: str, keep: str = "") -> str:
-    """``s`` safe for a terminal and one line: every non-printable character (newline,
-    escape, NUL, ...) but those in ``keep`` is written as an escape (``\\n``, ``\\x1b``)."""
+    """``s`` safe for a terminal and one line, unquoted: every non-printable character
+    (newline, escape, NUL, ...) but those in ``keep`` is written as :func:`escape` does."""
     if s.isprintable():
         return s
-    return "".join(c if c.isprintable() or c in keep else _escape(c) for c in s)
+    return "".join(c if c.isprintable() or c in keep else escape(c) for c in s)
 
 
-def _escape(c: str) -> str:
-    if c in _ESCAPES:
-        return _ESCAPES[c]
+_SHORT = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def escape(c: str) -> str:
+    """The one escape of a non-printable character, as Go's ``strconv.Quote`` writes it:
+    ``\\n``, ``\\t``, ...; ``\\x1b`` below 0x80, ``\\u0085``, ``\\U0001f5ff`` above."""
+    if c in _SHORT:
+        return _SHORT[c]
     n = ord(c)
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+    return f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def gooctal(n: int) -> str:

@@ -118,6 +118,39 @@ def test_ca_rotation_lands_without_a_reboot(
     assert f"Certificate was synced from controllerconfig resourceVersion {rv}" in node.log()
 
 
+@pytest.mark.parametrize(
+    ("field", "reason"),
+    [
+        ([{"file": "evil\x00.example.com", "data": b64(CA_B)}],
+         'spec.imageRegistryBundleData[0]: invalid registry CA file name "evil\\x00.example.com"'),
+        ([{"file": "quay.io", "data": b64(b"not a certificate")}],
+         "spec.imageRegistryBundleData[0].data: not PEM certificates: no PEM block"),
+    ],
+    ids=["nul-in-name", "not-pem"],
+)  # fmt: skip
+def test_a_controller_config_the_writer_cannot_take_ends_degraded_with_a_reason(
+    make_node: NodeFactory, kube_cluster: TestCluster, field: list[object], reason: str
+) -> None:
+    """Issue 28: every error an input can raise ends as Degraded with a reason (a NUL byte in
+    a registry CA name once escaped as a ValueError into a silent retry loop), and nothing of
+    a refused ControllerConfig is written: the good kubelet CA stays."""
+    if kube_cluster.fake is None:
+        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
+    node = make_node()
+    node.path("/etc/docker/certs.d").mkdir(parents=True)
+    boot_on(node, kube_cluster)
+    ca = node.path("/etc/kubernetes/kubelet-ca.crt")
+    ca.parent.mkdir(parents=True, exist_ok=True)
+    ca.write_bytes(CA_A + b"\n")
+    path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
+    kube_cluster.create(path, controller_config("1", imageRegistryBundleData=field,
+                                                kubeAPIServerServingCAData=b64(CA_B)))  # fmt: skip
+    node.wait_state("Degraded")
+    assert node.annotations()[Annotation.REASON] == reason
+    assert ca.read_bytes() == CA_A + b"\n"
+    assert list(node.path("/etc/docker/certs.d").iterdir()) == []
+
+
 def test_first_update_after_install_is_planned_against_the_install_config(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:

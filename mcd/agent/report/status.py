@@ -8,7 +8,7 @@ import logging
 from mcd.agent.report.metrics import Metrics
 from mcd.cluster.api import Obj
 from mcd.cluster.node import NodeWriter, annotations_of
-from mcd.model.text import goquote
+from mcd.model.text import goquote, printable
 from mcd.model.vocabulary import Annotation, NodeState
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,10 @@ class NodeStatus:
 
     def progress(self, reason: str) -> None:
         """A ``reason`` while still Working (a drain blocked by a budget, say)."""
-        self.writer.set_annotations({Annotation.REASON: reason})
+        self.writer.set_annotations({Annotation.REASON: printable(reason)})
 
     def _failed(self, state: NodeState, reason: str) -> None:
+        reason = printable(reason)  # one line, whatever names it quotes (the Event's too)
         self.failing = reason
         node = self.writer.set_annotations({Annotation.STATE: state, Annotation.REASON: reason})
         self.metrics.set_state(state, reason)

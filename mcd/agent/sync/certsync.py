@@ -34,6 +34,7 @@ from collections.abc import Callable
 from mcd.agent.boot import rebootstrap
 from mcd.agent.update import progress
 from mcd.agent.update.context import Context
+from mcd.agent.update.transaction import failure_reason
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.controllerconfig import get_config_map, watch_controller_config
 from mcd.cluster.node import annotations_of
@@ -162,11 +163,12 @@ def run_certificate_writer(
     def on_change(obj: Obj) -> None:
         try:
             sync_certificates(ctx, obj)
-        except (ConfigError, HostError, OSError, ApiError, CertificateSyncError) as e:
-            log.info("Error syncing ControllerConfig %s: %s", CONTROLLER_CONFIG_NAME, e)
+        except Exception as e:  # any input at all ends Degraded with a reason, never a retry loop
+            reason = sync_failure(e)
+            log.info("Error syncing ControllerConfig %s: %s", CONTROLLER_CONFIG_NAME, reason)
             try:
-                ctx.status.certificates_failed(str(e) or type(e).__name__)
-                progress.node_degraded(ctx, str(e) or type(e).__name__)
+                ctx.status.certificates_failed(reason)
+                progress.node_degraded(ctx, reason)
             except ApiError as err:
                 log.error("Could not update annotation: %s", err)
             return
@@ -174,3 +176,11 @@ def run_certificate_writer(
             recovered()
 
     watch_controller_config(ctx.kube, CONTROLLER_CONFIG_NAME, on_change, stop)
+
+
+def sync_failure(e: Exception) -> str:
+    """The Degraded reason of a failed sync: the error's own words for the kinds a sync
+    expects (bad input, the host, the API), the error's kind for anything else."""
+    if isinstance(e, (ConfigError, HostError, OSError, ApiError, CertificateSyncError)):
+        return str(e) or type(e).__name__
+    return failure_reason(e)

@@ -181,3 +181,16 @@ def current_image(root: Root) -> str:
         return root.read_bytes(CURRENT_IMAGE_PATH).decode(errors="replace").strip()
     except FileNotFoundError:
         return ""
+
+
+def undo_os(rpm: RpmOstree | None, staged: str) -> None:
+    """Undo an update's OS step: drop what it staged, or, after the boot into the deployment
+    it staged (a failed health gate), roll rpm-ostree back once."""
+    if rpm is None:
+        return
+    status = rpm.status()
+    if staged and status.booted.checksum == staged:
+        if status.deployments[0].booted:  # once: a second rollback would toggle back
+            rpm.rollback()
+        return
+    rpm.cleanup_pending()  # the booted deployment never changed

@@ -8,19 +8,24 @@ instant finds the journal at its next start and finishes or rolls back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from mcd.agent.update import failpoints
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.fs.sealing import STATE_DIR_MODE, STATE_FILE_MODE, seal_state
+from mcd.host.ondisk import undo
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 
+STATE_DIR = "/etc/machine-config-daemon"
 JOURNAL = "/etc/machine-config-daemon/transaction.json"
 OLD_DOC = "/etc/machine-config-daemon/transaction-old.json"
 NEW_DOC = "/etc/machine-config-daemon/transaction-new.json"
@@ -38,6 +43,19 @@ class StateError(Exception):
 
 class JournalError(StateError):
     """The update journal cannot be read or makes no sense."""
+
+
+class JournalWriteError(HostError):
+    """The update journal cannot be written (a full or read-only state directory)."""
+
+
+def _write_error(e: Exception) -> JournalWriteError:
+    if isinstance(e, JournalWriteError):
+        return e
+    why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+    return JournalWriteError(
+        f"cannot write the update journal in {STATE_DIR}: {why}; nothing was changed"
+    )
 
 
 class Phase(StrEnum):
@@ -90,23 +108,53 @@ class Journal:
                 ) from e
         return entry, docs[0], docs[1]
 
-    def begin(self, entry: Entry, old_doc: bytes, new_doc: bytes) -> None:
-        for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
-            fsops.write_file(
-                self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
-            )
-        # one fsync of their directory makes both documents durable before the journal
-        # that names them exists (recovery reads the journal first)
-        state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
-        fsops.fsync_dir(self.root.host(state_dir))
-        self.save(entry)
+    def begin(
+        self,
+        entry: Entry,
+        old_doc: bytes,
+        new_doc: bytes,
+        record_undo: Callable[[], None] | None = None,
+    ) -> None:
+        """Record an update before its first change (``record_undo`` first: what the paths
+        it touches are now, :mod:`mcd.host.ondisk.undo`). A journal that cannot be written
+        (``ENOSPC``, ``EROFS``) leaves nothing behind and says where: mcd's state directory,
+        not the config (:class:`JournalWriteError`)."""
+        try:
+            undo.discard(self.root)  # a record a killed begin left: never trusted
+            if record_undo is not None:
+                record_undo()
+            for path, doc in ((OLD_DOC, old_doc), (NEW_DOC, new_doc)):
+                fsops.write_file(
+                    self.root, path, doc, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE, sync_dir=False
+                )
+                failpoints.reach(f"journal:{os.path.basename(path)}")
+            # one fsync of their directory makes both documents durable before the journal
+            # that names them exists (recovery reads the journal first)
+            state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
+            fsops.fsync_dir(self.root.host(state_dir))
+            self.save(entry)
+        except (OSError, JournalWriteError) as e:
+            self.discard()
+            raise _write_error(e) from e
         seal_state(self.root)
 
     def save(self, entry: Entry) -> None:
         data = json.dumps(asdict(entry), indent=1).encode()
-        fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+        try:
+            fsops.write_file(self.root, JOURNAL, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+            failpoints.reach("journal:save")
+        except OSError as e:
+            raise _write_error(e) from e
 
-    def clear(self) -> None:
+    def discard(self) -> None:
+        """Remove whatever a failed :meth:`begin` wrote (the journal last written, first)."""
+        for path in (JOURNAL, OLD_DOC, NEW_DOC, undo.RECORD, undo.PREIMAGES):
+            with contextlib.suppress(OSError, HostError):  # nothing more to be done
+                fsops.remove(self.root, path)
+
+    def clear(self, keep_undo: bool = False) -> None:
+        """The update is over: the journal, both documents and (unless ``keep_undo``: a
+        committed update whose reboot request may still fail) the undo record go."""
         fsops.remove(self.root, JOURNAL)  # the journal goes first (durably): recovery reads it
         # then both documents, with one fsync of their directory for the two (without the
         # journal, a document a crash brings back is never read, and the next begin
@@ -115,6 +163,8 @@ class Journal:
         if any(removed):
             state_dir = self.root.resolve(os.path.dirname(OLD_DOC), follow_last=True)
             fsops.fsync_dir(self.root.host(state_dir))
+        if not keep_undo:
+            undo.discard(self.root)
 
 
 def parse_entry(data: bytes) -> Entry:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from enum import StrEnum
+from functools import partial
 
 from mcd.agent.safety import owed
 from mcd.agent.safety.health import HealthGate
@@ -28,11 +29,9 @@ from mcd.agent.update.reapply import rerun_actions
 from mcd.cluster.events import Reason
 from mcd.host.errors import HostError
 from mcd.host.fs.sealing import seal_state
-from mcd.host.ondisk.validation import check_file, validate_on_disk
+from mcd.host.ondisk.validation import validate_on_disk
 from mcd.host.systemd.manager import SystemdError
 from mcd.model.disruption.policy import ActionType
-from mcd.model.errors import ConfigError
-from mcd.model.ignition.config import File
 from mcd.model.node.health import rolled_back
 from mcd.model.planning.actions import executed_actions
 from mcd.model.planning.plan import UpdatePlan
@@ -116,7 +115,9 @@ class Transaction:
                 raise UpdateError(report.reasons()[0])
         try:
             ostree = self.node.root.exists(OSTREE_BOOTED)
-            self.node.effects.check_targets(self.new.ignition, ostree=ostree)
+            self.node.effects.check_targets(
+                self.new.ignition, ostree=ostree, old=self.old.ignition, force=self.plan.force
+            )
         except HostError as e:
             raise UpdateError(str(e)) from e
         log.info("Starting update from %s to %s", self.old.name, self.new.name)
@@ -124,8 +125,14 @@ class Transaction:
         steps = self._steps()
         if steps:  # the first step's start goes with the journal's first record
             self.entry.started.append(steps[0][0].value)
-        self.journal.begin(self.entry, self.old_doc, self.new_doc)
-        failpoints.reach("begin")
+        fx, old, new = self.node.effects, self.old.ignition, self.new.ignition
+        record = partial(fx.record_undo, old, new, force=self.plan.force)
+        try:  # (a full state directory) nothing was written, nothing is left: say where
+            self.journal.begin(self.entry, self.old_doc, self.new_doc, record)
+            failpoints.reach("begin")
+        except (HostError, OSError) as e:
+            self.journal.discard()
+            raise UpdateError(failure_reason(e)) from e
         return self._apply()
 
     def _apply(self) -> Outcome:
@@ -150,10 +157,15 @@ class Transaction:
                 self.journal.save(self.entry)
             return self._finish()
         except Exception as e:  # anything at all: roll back, never leave the node half-updated
+            if isinstance(e, UpdateError) and e.step == "reboot":
+                raise  # rolled back already (a second rollback would undo the first one's work)
             reason = failure_reason(e)
             log.error("Update to %s failed, rolling back: %s", self.new.name, reason)
             self.entry.phase, self.entry.error = Phase.ROLLING_BACK, reason
-            self.journal.save(self.entry)
+            try:
+                self.journal.save(self.entry)
+            except HostError as full:  # (ENOSPC) roll back all the same, from memory
+                log.error("%s", full)
             if isinstance(e, UpdateError) and e.step == Step.GATE:
                 current = Step.GATE  # (only the gate's own failure is the gate's)
             try:
@@ -179,12 +191,13 @@ class Transaction:
         fx, new = self.node.effects, self.new
         kept = set() if self.plan.force else set(self.old.ignition.files)
         fx.write_files(
-            [f for f in new.ignition.files if f not in kept or self._drifted(f)],
+            [f for f in new.ignition.files if f not in kept or fx.drifted(f)],
             skip_certificate_write=self.skip_certificate_write,
             on_written=lambda n: failpoints.reach(f"files:{n}"),
         )
         names = set(self.plan.units.added) | set(self.plan.units.changed)
         fx.write_units([u for u in new.ignition.units if self.plan.force or u.name in names])
+        failpoints.reach("files:units")
         fx.delete_stale_data(self.old.ignition, new.ignition)
 
     def _passwd(self) -> None:
@@ -290,7 +303,7 @@ class Transaction:
     def _commit(self) -> None:
         imagemode.store_current(self.node.root, self.new_doc)  # currentconfig, currentimage
         failpoints.reach("commit")
-        self.journal.clear()
+        self.journal.clear(keep_undo=self.entry.reboot and not self.skip_reboot)
         seal_state(self.node.root)  # orig/ and noorig/ may have been created by this update
         log.info("Update to %s complete; currentconfig promoted", self.new.name)
 
@@ -320,6 +333,8 @@ class Transaction:
             raise UpdateError(
                 f"reboot command failed, something is seriously wrong: {e}", "reboot"
             ) from e
+        if committed:  # the reboot is asked for: nothing is rolled back from here
+            self.node.effects.discard_undo()
         log.info("initiating reboot: %s", rationale)
         return Outcome.REBOOTING
 
@@ -328,7 +343,7 @@ class Transaction:
     def rollback(self) -> None:
         """Undo every started step, newest first; the journal is cleared at the end."""
         undo = {
-            Step.OS.value: self._undo_os,
+            Step.OS.value: lambda: imagemode.undo_os(self.node.rpm, self.entry.staged),
             Step.PASSWD.value: self._undo_passwd,
             Step.FILES.value: self._undo_files,
         }
@@ -347,6 +362,11 @@ class Transaction:
                 rerun_actions(self.node.effects.systemd, self.plan.actions, self.offline_root)
             except Exception as e:
                 errors.append(f"error rolling back actions: {failure_reason(e)}")
+        if not errors:  # then exactly as before: OS files, backups, enablement links, dirs
+            try:
+                self.node.effects.restore_undo()
+            except (HostError, OSError) as e:
+                errors.append(f"error rolling back files: {failure_reason(e)}")
         if errors:
             raise UpdateError("; ".join(errors))
         # a rollback after the commit (the reboot could not be requested) un-promotes
@@ -356,27 +376,6 @@ class Transaction:
         self.journal.clear()
         log.info("Rolled back to %s", self.old.name)
 
-    def _undo_os(self) -> None:
-        rpm = self.node.rpm
-        if rpm is None:
-            return
-        status = rpm.status()  # after the boot into the staged deployment (a failed gate):
-        if self.entry.staged and status.booted.checksum == self.entry.staged:
-            if status.deployments[0].booted:  # once: a second rollback would toggle back
-                rpm.rollback()
-            return
-        rpm.cleanup_pending()  # the booted deployment never changed
-
-    def _drifted(self, file: File) -> bool:
-        """Whether a file both configs agree on is no longer as they say. One that still is
-        is left alone by the update and by its rollback (it may be immutable; rewriting it
-        gains nothing). The force file rewrites everything."""
-        try:
-            data = file.data()
-        except ConfigError:
-            return True
-        return check_file(self.node.root, file.path, data, file.effective_mode) != ""
-
     def _undo_passwd(self) -> None:
         fx = self.node.effects
         fx.update_ssh_keys(self.old.ignition.passwd.users)
@@ -385,7 +384,7 @@ class Transaction:
     def _undo_files(self) -> None:
         fx, old = self.node.effects, self.old
         kept = set(self.new.ignition.files)
-        touched = [f for f in old.ignition.files if f not in kept or self._drifted(f)]
+        touched = [f for f in old.ignition.files if f not in kept or fx.drifted(f)]
         fx.write_files(touched, skip_certificate_write=self.skip_certificate_write)
         names = set(self.plan.units.removed) | set(self.plan.units.changed)
         fx.write_units([u for u in old.ignition.units if u.name in names])

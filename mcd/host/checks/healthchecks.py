@@ -38,6 +38,7 @@ from mcd.model.node.health import (
     enabled_units,
     summarize,
 )
+from mcd.model.text import printable
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def _timeout_of(path: str, default: float) -> float:
 
 def _run_check(root: Root, entry: str, timeout: float) -> CheckResult:
     node_path = f"{REQUIRED_DIR}/{entry}"
-    name = f"required.d/{entry}"
+    name = f"required.d/{printable(entry)}"
     if root.path != "/" and root.exists("/bin/sh"):
         argv = ["chroot", root.path, node_path]
     else:

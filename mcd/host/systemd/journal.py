@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from mcd.model.text import printable
 from systemd import daemon, journal
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -56,6 +57,16 @@ class _StaticFields(logging.Filter):
         return True
 
 
+class OneLineFormatter(logging.Formatter):
+    """A log line's message is one line of printable text: a name holding a newline or a
+    terminal escape never forges a second line (the escapes of :func:`printable`); a
+    traceback, appended after it, keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: time (RFC 3339, UTC), level, logger, message, and the
     journal-style upper-case fields (``MCD_NODE``...) as lower-case keys."""
@@ -66,7 +77,7 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": printable(record.getMessage()),
         }
         for key, value in record.__dict__.items():
             if key.isupper() and value is not None:
@@ -80,7 +91,7 @@ class ConsoleFormatter(logging.Formatter):
     """For one-shot commands: the message alone; problems prefixed ``warning:``/``error:``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = printable(record.getMessage())
         if record.levelno >= logging.ERROR:
             return f"error: {text}"
         if record.levelno >= logging.WARNING:
@@ -95,10 +106,10 @@ def _handler(
         handler: logging.Handler = journal.JournalHandler(
             sender_function=_send_fields, SYSLOG_IDENTIFIER=SYSLOG_IDENTIFIER
         )
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(OneLineFormatter("%(message)s"))
         return handler, "journal"
     handler = logging.StreamHandler(stream or sys.stderr)
-    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(STDERR_FORMAT)
+    formatter = JsonFormatter() if log_format == "json" else OneLineFormatter(STDERR_FORMAT)
     handler.setFormatter(formatter)
     return handler, "stderr"
 

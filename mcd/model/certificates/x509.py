@@ -28,6 +28,12 @@ class Block:
 
 def pem_decode(text: bytes) -> Block | None:
     """The first PEM block of ``text`` (Go ``pem.Decode``), None when there is none."""
+    found = _first_block(text)
+    return found[0] if found is not None else None
+
+
+def _first_block(text: bytes) -> tuple[Block, bytes] | None:
+    """The first PEM block of ``text`` and the text after it."""
     for match in _PEM.finditer(text):
         body = match.group(2)
         if b":" in body.split(b"\n\n", 1)[0] and b"\n\n" in body:  # RFC 1421 headers
@@ -36,8 +42,17 @@ def pem_decode(text: bytes) -> Block | None:
             data = base64.b64decode(b"".join(body.split()), validate=True)
         except (binascii.Error, ValueError):
             continue
-        return Block(match.group(1).decode("ascii", "replace"), data)
+        return Block(match.group(1).decode("ascii", "replace"), data), text[match.end() :]
     return None
+
+
+def pem_blocks(text: bytes) -> list[Block]:
+    """Every well-formed PEM block of ``text``, in order (Go's ``pem.Decode`` in a loop)."""
+    blocks, rest = [], text
+    while (block := _first_block(rest)) is not None:
+        blocks.append(block[0])
+        rest = block[1]
+    return blocks
 
 
 def _tlv(der: bytes, at: int) -> tuple[int, bytes, int]:

@@ -28,11 +28,17 @@ KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
 """A file there is a kernel knob or a device, never a config file (``/proc/sysrq-trigger``
 would reboot the node as it is "written")."""
 STATE_DIR = "/etc/machine-config-daemon"
+UNDO_RECORD = STATE_DIR + "/transaction-undo.json"
+"""What each path an update touches was before it (:mod:`mcd.host.ondisk.undo`)."""
+UNDO_PREIMAGES = STATE_DIR + "/transaction-undo"
+"""Copies of the files an update overwrites, put back by its rollback."""
 STATE_PATHS = (
     CURRENT_CONFIG_PATH,
     STATE_DIR + "/transaction.json",
     STATE_DIR + "/transaction-old.json",
     STATE_DIR + "/transaction-new.json",
+    UNDO_RECORD,
+    UNDO_PREIMAGES,
     ORIG_DIR,
     NOORIG_DIR,
     "/run/machine-config-daemon.lock",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from mcd.model.errors import ConfigError
+from mcd.model.text import printable
 
 GATE_ANNOTATION = "mcd-project.github.io/health-gate"
 """On a Node or a MachineConfigPool: the gate's settings, ``key=value`` pairs separated by
@@ -212,15 +213,10 @@ def boots_exhausted(config: str, attempts: int, reason: str) -> str:
     )
 
 
-def escape(text: str) -> str:
-    """Control characters (a terminal escape, a carriage return) shown as ``\\xNN``."""
-    return "".join(c if c.isprintable() or c == " " else f"\\x{ord(c):02x}" for c in text)
-
-
 def summarize(output: str, lines: int = SUMMARY_LINES, limit: int = SUMMARY_CHARS) -> str:
     """A check's output in a few words: its first and last lines joined by `` | ``, control
     characters escaped, at most ``limit`` characters."""
-    rows = [escape(r.strip()) for r in output.splitlines() if r.strip()]
+    rows = [printable(r.strip()) for r in output.splitlines() if r.strip()]
     if len(rows) > 2 * lines:
         rows = [*rows[:lines], "...", *rows[-lines:]]
     text = " | ".join(rows)

@@ -1,0 +1,157 @@
+"""The exact undo of an update: what each path it touches was before, put back by its rollback.
+
+The update's own undo steps rewrite the old config the way upstream would (files, units,
+enablement through systemd, stale-data removal with its backups). That leaves traces a
+rollback should not: a file of the OS the new config took over and upstream's ``noorig``
+rule deletes, a backup stamp, an enablement link a preset made, a dropin directory, the
+parent directories of new files. So before the first change the update records, durably
+beside its journal, the state of every path it may touch (:func:`record`): each target and
+its two backup names (absent, a file, copied, or a symlink's target), the directories
+missing above them, and every symlink and directory under ``/etc/systemd/system``. At the
+end of a rollback :func:`restore` puts exactly that back, whatever order the steps failed in;
+the journal's clear removes the record (:data:`RECORD`, :data:`PREIMAGES`).
+
+Every path is resolved inside the root (:mod:`mcd.host.fs.fsops`); nothing is followed out of
+it. The record holds no file contents (those are copies, root-only, like the journal's).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import stat
+from typing import Any
+
+from mcd.host.errors import HostError
+from mcd.host.fs import fsops
+from mcd.host.fs.backups import noorig_path, orig_path
+from mcd.host.fs.sealing import STATE_DIR_MODE, STATE_FILE_MODE
+from mcd.host.rootfs import Root
+from mcd.model.ignition.guards import UNDO_PREIMAGES, UNDO_RECORD
+from mcd.model.text import goquote
+
+log = logging.getLogger(__name__)
+
+RECORD = UNDO_RECORD
+PREIMAGES = UNDO_PREIMAGES
+UNIT_DIR = "/etc/systemd/system"
+
+
+def record(root: Root, paths: list[str]) -> None:
+    """Record the state of ``paths`` (with their backup names) and of the unit directory."""
+    entries: dict[str, dict[str, str]] = {}
+    created: list[str] = []
+    fsops.ensure_dir(root, os.path.dirname(PREIMAGES), STATE_DIR_MODE)  # as the journal's
+    fsops.ensure_dir(root, PREIMAGES, 0o700)  # copies of private files: root alone
+    for path in dict.fromkeys(p for t in paths for p in (t, orig_path(t), noorig_path(t))):
+        host = fsops.target_path(root, path)
+        try:
+            st = os.lstat(host)
+        except (FileNotFoundError, NotADirectoryError):
+            entries[path] = {"kind": "absent"}
+            created += _missing_parents(root, host)
+            continue
+        if stat.S_ISREG(st.st_mode):
+            fsops.copy_preserving(root, path, PREIMAGES + path)
+            entries[path] = {"kind": "file"}
+        elif stat.S_ISLNK(st.st_mode):
+            entries[path] = {"kind": "link", "target": os.readlink(host)}
+    doc = {"paths": entries, "created": sorted(set(created)), "units": _unit_tree(root)}
+    data = json.dumps(doc, indent=1).encode()
+    fsops.write_file(root, RECORD, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+
+
+def restore(root: Root) -> None:
+    """Put every recorded path back as it was; remove what the update made. No record: no-op."""
+    try:
+        doc: dict[str, Any] = json.loads(root.read_bytes(RECORD))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, HostError) as e:
+        raise HostError(f"unreadable undo record {RECORD}: {e}") from e
+    for path, entry in doc.get("paths", {}).items():
+        _put_back(root, path, entry)
+    _restore_units(root, doc.get("units", {}))
+    for node_dir in sorted(doc.get("created", []), key=len, reverse=True):
+        _rmdir_if_empty(root, node_dir)
+
+
+def discard(root: Root) -> None:
+    """Remove the record and its copies (an update committed, rolled back or never begun)."""
+    fsops.remove(root, RECORD)
+    fsops.remove(root, PREIMAGES)
+
+
+def _missing_parents(root: Root, host: str) -> list[str]:
+    prefix = root.path.rstrip("/")
+    missing, parent = [], os.path.dirname(host)
+    while not os.path.lexists(parent) and parent.startswith(prefix + "/"):
+        missing.append(parent.removeprefix(prefix))
+        parent = os.path.dirname(parent)
+    return missing
+
+
+def _unit_tree(root: Root) -> dict[str, str]:
+    """Every symlink (-> its target) and directory (-> '') under the unit directory."""
+    top = fsops.target_path(root, UNIT_DIR)
+    if not os.path.isdir(top) or os.path.islink(top):
+        return {}
+    tree: dict[str, str] = {}
+    for here, dirs, files in os.walk(top):  # os.walk never follows a symlinked directory
+        for name in [*dirs, *files]:
+            host = os.path.join(here, name)
+            rel = os.path.relpath(host, top)
+            if os.path.islink(host):
+                tree[rel] = "->" + os.readlink(host)
+            elif os.path.isdir(host):
+                tree[rel] = ""
+    return tree
+
+
+def _put_back(root: Root, path: str, entry: dict[str, str]) -> None:
+    kind = entry.get("kind")
+    if kind == "file":
+        fsops.copy_preserving(root, PREIMAGES + path, path)
+    elif kind == "link":
+        fsops.write_symlink(root, path, entry["target"])
+    elif kind == "absent":
+        try:
+            if fsops.remove_file(root, path):
+                log.info("Removed %s: the update created it", goquote(path))
+        except IsADirectoryError:
+            log.warning("Not removing %s: a directory is there", goquote(path))
+
+
+def _restore_units(root: Root, before: dict[str, str]) -> None:
+    top = fsops.target_path(root, UNIT_DIR)
+    now = _unit_tree(root)
+    for rel, what in now.items():  # links the update (or a preset in its rollback) made
+        if what.startswith("->") and before.get(rel) != what:
+            fsops.remove(root, f"{UNIT_DIR}/{rel}")
+    for rel, what in sorted(before.items()):  # links it removed (a disable), as they were
+        if what.startswith("->") and now.get(rel) != what:
+            fsops.write_symlink(root, f"{UNIT_DIR}/{rel}", what[2:])
+    for rel in sorted((r for r, w in now.items() if w == "" and r not in before), key=len,
+                      reverse=True):  # fmt: skip
+        _rmdir_if_empty(root, f"{UNIT_DIR}/{rel}", host=os.path.join(top, rel))
+
+
+def _rmdir_if_empty(root: Root, node_dir: str, host: str | None = None) -> None:
+    """``rmdir`` of a directory the update made, judged where it resolves inside the root
+    (its parents as the node sees them); a symlink or a directory with anything in it stays."""
+    try:
+        target = host or fsops.target_path(root, node_dir)
+    except (OSError, HostError):
+        return  # it no longer resolves inside the root: nothing of ours is there
+    if os.path.islink(target) or not os.path.isdir(target):
+        return
+    try:
+        os.rmdir(target)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+            raise
+        return
+    root.changed()
+    log.info("Removed directory %s: the update created it", goquote(node_dir))
