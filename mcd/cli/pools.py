@@ -50,7 +50,11 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, exists=True),
     help="TLS certificate for the listener (with --metrics-key).",
 )
-@click.option("--metrics-key", type=click.Path(dir_okay=False, exists=True))
+@click.option(
+    "--metrics-key",
+    type=click.Path(dir_okay=False, exists=True),
+    help="TLS private key for the listener (with --metrics-cert).",
+)
 @click.option(
     "--namespace",
     envvar="POD_NAMESPACE",
