@@ -21,7 +21,13 @@ still in use reads (the node's Ignition then asks the server for its own newest 
 
 @click.command("server")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: in-cluster config.")
-@click.option("--secure-port", type=click.IntRange(0, 65535), default=22623, show_default=True)
+@click.option(
+    "--secure-port",
+    type=click.IntRange(0, 65535),
+    default=22623,
+    show_default=True,
+    help="HTTPS (--cert, --key); 0: off.",
+)
 @click.option(
     "--insecure-port",
     type=click.IntRange(0, 65535),
@@ -29,7 +35,7 @@ still in use reads (the node's Ignition then asks the server for its own newest 
     show_default=True,
     help="Plain HTTP, as upstream; 0: off.",
 )
-@click.option("--bind-address", default="0.0.0.0", show_default=True)
+@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Listen address.")
 @click.option("--cert", type=click.Path(dir_okay=False), help="TLS certificate (secure port).")
 @click.option("--key", type=click.Path(dir_okay=False), help="TLS key (secure port).")
 @click.option(
@@ -129,7 +135,11 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
 @click.option("--pool", required=True, help="The pool the node joins.")
 @click.option("--ttl", default="1h", show_default=True, callback=_ttl, help="At most 7 days.")
 @click.option("--server", "server_url", help="The server's URL (https://HOST:22623).")
-@click.option("--ca", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--ca",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The CA of the server's certificate, put in the pointer config.",
+)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
 @click.option(
     "--namespace", envvar="POD_NAMESPACE", default="mcd", show_default=True,
@@ -163,9 +173,7 @@ def join_token_create(
         TokenStore(Kube(load_client(kubeconfig)), namespace).create(issued)
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot create the join token: {e}")
-    click.echo(
-        f"join token {issued.token_id} for node {node}, pool {pool}, valid {ttl}", err=True
-    )
+    click.echo(f"join token {issued.token_id} for node {node}, pool {pool}, valid {ttl}", err=True)
     if token_only:
         click.echo(issued.token)
         return

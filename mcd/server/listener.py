@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -67,22 +68,19 @@ class CertReloader:
             return self._context
 
 
-def _request_handler(handler: Handler, timeout: float) -> type[BaseHTTPRequestHandler]:
+def _request_handler(handler: Handler, read_timeout: float) -> type[BaseHTTPRequestHandler]:
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "mcd-server"
         sys_version = ""
-
-        def setup(self) -> None:
-            self.timeout = timeout
-            super().setup()
+        timeout = read_timeout
 
         def _answer(self) -> None:
             self.close_connection = True
             if len(self.headers) > MAX_HEADERS:
                 self.send_error(431)
                 return
-            headers = {k: v for k, v in self.headers.items()}
+            headers = dict(self.headers.items())
             address = f"{self.client_address[0]}:{self.client_address[1]}"
             response = handler.respond(self.command, self.path, headers, address)
             self.send_response_only(response.status)
@@ -129,7 +127,9 @@ class Listener:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix=f"mcs-{self.port}")
         self.slots = threading.BoundedSemaphore(workers + backlog)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, name=f"accept-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._accept, name=f"accept-{self.port}", daemon=True
+        )
 
     def start(self) -> Listener:
         self._thread.start()
@@ -170,10 +170,8 @@ class Listener:
 
     def stop(self) -> None:
         self._stop.set()
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()
         self._thread.join(5)
         self.pool.shutdown(wait=True, cancel_futures=True)

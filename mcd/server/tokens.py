@@ -184,7 +184,9 @@ class TokenStore:
             raise
 
 
-def use_record(address: str, agent: str, config: str, version: str, now: datetime) -> dict[str, str]:
+def use_record(
+    address: str, agent: str, config: str, version: str, now: datetime
+) -> dict[str, str]:
     return {
         USED_AT: _rfc3339(now),
         USED_FROM: address[:100],

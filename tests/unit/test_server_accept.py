@@ -59,29 +59,80 @@ UPSTREAM = [
 MORE = [
     ("empty header (curl without -H)", "", [], "2.2.0"),
     ("curl's */*", "*/*", [AcceptValue("*", "*", None, 1.0)], "2.2.0"),
-    ("Ignition 2.14 as sent", "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1",
-     [ign(Version(3, 3, 0)), ANY], "3.3.0"),
-    ("3.0 is served (upstream: 500)", "application/vnd.coreos.ignition+json;version=3.0.0",
-     [ign(Version(3, 0, 0))], "3.0.0"),
-    ("patch and pre-release of a served minor", "application/vnd.coreos.ignition+json;version=3.4.1-experimental",
-     [ign(Version(3, 4, 1, "experimental"))], "3.4.0"),
-    ("2.1 is not served", "application/vnd.coreos.ignition+json;version=2.1.0", [ign(Version(2, 1, 0))], None),
-    ("1.0.0 is not served", "application/vnd.coreos.ignition+json;version=1.0.0", [ign(Version(1, 0, 0))], None),
-    ("a short version is no version", "application/vnd.coreos.ignition+json;version=3.2", [ign(None)], "2.2.0"),
-    ("higher q first", "application/vnd.coreos.ignition+json;version=3.1.0;q=0.2, "
-     "application/vnd.coreos.ignition+json;version=3.4.0;q=0.9",
-     [ign(Version(3, 4, 0), 0.9), ign(Version(3, 1, 0), 0.2)], "3.4.0"),
-    ("equal q keep their order", "application/vnd.coreos.ignition+json;version=3.1.0, "
-     "application/vnd.coreos.ignition+json;version=3.4.0",
-     [ign(Version(3, 1, 0)), ign(Version(3, 4, 0))], "3.1.0"),
-    ("first valid parameter counts", "application/vnd.coreos.ignition+json;version=x;version=3.2.0;q=x;q=0.5",
-     [ign(Version(3, 2, 0), 0.5)], "3.2.0"),
-    ("other subtype with a version", "application/json;version=3.2.0", [AcceptValue("application", "json", Version(3, 2, 0), 1.0)], "2.2.0"),
-    ("NaN q is no q", "application/vnd.coreos.ignition+json;version=3.2.0;q=nan", [ign(Version(3, 2, 0))], "3.2.0"),
+    (
+        "Ignition 2.14 as sent",
+        "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1",
+        [ign(Version(3, 3, 0)), ANY],
+        "3.3.0",
+    ),
+    (
+        "3.0 is served (upstream: 500)",
+        "application/vnd.coreos.ignition+json;version=3.0.0",
+        [ign(Version(3, 0, 0))],
+        "3.0.0",
+    ),
+    (
+        "patch and pre-release of a served minor",
+        "application/vnd.coreos.ignition+json;version=3.4.1-experimental",
+        [ign(Version(3, 4, 1, "experimental"))],
+        "3.4.0",
+    ),
+    (
+        "2.1 is not served",
+        "application/vnd.coreos.ignition+json;version=2.1.0",
+        [ign(Version(2, 1, 0))],
+        None,
+    ),
+    (
+        "1.0.0 is not served",
+        "application/vnd.coreos.ignition+json;version=1.0.0",
+        [ign(Version(1, 0, 0))],
+        None,
+    ),
+    (
+        "a short version is no version",
+        "application/vnd.coreos.ignition+json;version=3.2",
+        [ign(None)],
+        "2.2.0",
+    ),
+    (
+        "higher q first",
+        "application/vnd.coreos.ignition+json;version=3.1.0;q=0.2, "
+        "application/vnd.coreos.ignition+json;version=3.4.0;q=0.9",
+        [ign(Version(3, 4, 0), 0.9), ign(Version(3, 1, 0), 0.2)],
+        "3.4.0",
+    ),
+    (
+        "equal q keep their order",
+        "application/vnd.coreos.ignition+json;version=3.1.0, "
+        "application/vnd.coreos.ignition+json;version=3.4.0",
+        [ign(Version(3, 1, 0)), ign(Version(3, 4, 0))],
+        "3.1.0",
+    ),
+    (
+        "first valid parameter counts",
+        "application/vnd.coreos.ignition+json;version=x;version=3.2.0;q=x;q=0.5",
+        [ign(Version(3, 2, 0), 0.5)],
+        "3.2.0",
+    ),
+    (
+        "other subtype with a version",
+        "application/json;version=3.2.0",
+        [AcceptValue("application", "json", Version(3, 2, 0), 1.0)],
+        "2.2.0",
+    ),
+    (
+        "NaN q is no q",
+        "application/vnd.coreos.ignition+json;version=3.2.0;q=nan",
+        [ign(Version(3, 2, 0))],
+        "3.2.0",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "header", "values", "served"), UPSTREAM + MORE, ids=[c[0] for c in UPSTREAM + MORE])
+@pytest.mark.parametrize(
+    ("name", "header", "values", "served"), UPSTREAM + MORE, ids=[c[0] for c in UPSTREAM + MORE]
+)
 def test_accept(name: str, header: str, values: list[AcceptValue], served: str | None) -> None:
     assert parse_accept(header) == values
     if served is None:

@@ -41,9 +41,16 @@ class FakeSource:
             raise OSError("API server unreachable")
         if pool_name != "worker":
             raise PoolNotFound(pool_name)
-        config = {"ignition": {"version": "3.5.0"}, "storage": {"files": [
-            {"path": "/etc/pull", "contents": {"source": encode_data_url(SECRET)}}]}}
-        return PoolConfig("rendered-worker-1", {"metadata": {"name": "rendered-worker-1"}, "spec": {"config": config}})
+        config = {
+            "ignition": {"version": "3.5.0"},
+            "storage": {
+                "files": [{"path": "/etc/pull", "contents": {"source": encode_data_url(SECRET)}}]
+            },
+        }
+        return PoolConfig(
+            "rendered-worker-1",
+            {"metadata": {"name": "rendered-worker-1"}, "spec": {"config": config}},
+        )
 
     def extras(self) -> Extras:
         return Extras(kubelet_ca=b"CA")
@@ -63,8 +70,13 @@ def server(source: FakeSource) -> Iterator[Listener]:
         listener.stop()
 
 
-def get(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None,
-        context: ssl.SSLContext | None = None) -> tuple[int, dict[str, str], bytes]:
+def get(
+    port: int,
+    path: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     if context is None:
         conn: http.client.HTTPConnection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     else:
@@ -91,30 +103,45 @@ def test_curl_gets_spec_2_2(server: Listener) -> None:
     assert status == 200 and json.loads(body)["ignition"]["version"] == "2.2.0"
 
 
-@pytest.mark.parametrize(("method", "path", "headers", "status"), [
-    ("POST", "/config/worker", {}, 405),
-    ("PUT", "/config/worker", {}, 405),
-    ("DELETE", "/healthz", {}, 405),
-    ("GET", "/healthz", {}, 200),
-    ("HEAD", "/healthz", {}, 200),
-    ("GET", "/", {}, 404),
-    ("POST", "/", {}, 405),
-    ("GET", "/config/", {}, 404),
-    ("GET", "/config/nope", {}, 404),
-    ("GET", "/config/../worker", {}, 404),
-    ("GET", "/config/..", {}, 404),
-    ("GET", "/config/x/worker", {}, 404),
-    ("GET", "/config/x%2Fworker", {}, 404),
-    ("GET", "/config/x%2fworker", {}, 404),
-    ("GET", "/config/%2e%2e%2fetc", {}, 404),
-    ("GET", "/config/worker%00", {}, 404),
-    ("GET", "/config/%ff", {}, 404),
-    ("GET", "/config/WORKER", {}, 404),
-    ("GET", "/config/worker?x=../../etc", {}, 200),
-    ("GET", "/config/worker", {"Accept": "application/vnd.coreos.ignition+json;version=4.0.0"}, 400),
-    ("GET", "/config/worker", {"Accept": "application/vnd.coreos.ignition+json;version=1.0.0"}, 400),
-])
-def test_status_codes(server: Listener, method: str, path: str, headers: dict[str, str], status: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        ("POST", "/config/worker", {}, 405),
+        ("PUT", "/config/worker", {}, 405),
+        ("DELETE", "/healthz", {}, 405),
+        ("GET", "/healthz", {}, 200),
+        ("HEAD", "/healthz", {}, 200),
+        ("GET", "/", {}, 404),
+        ("POST", "/", {}, 405),
+        ("GET", "/config/", {}, 404),
+        ("GET", "/config/nope", {}, 404),
+        ("GET", "/config/../worker", {}, 404),
+        ("GET", "/config/..", {}, 404),
+        ("GET", "/config/x/worker", {}, 404),
+        ("GET", "/config/x%2Fworker", {}, 404),
+        ("GET", "/config/x%2fworker", {}, 404),
+        ("GET", "/config/%2e%2e%2fetc", {}, 404),
+        ("GET", "/config/worker%00", {}, 404),
+        ("GET", "/config/%ff", {}, 404),
+        ("GET", "/config/WORKER", {}, 404),
+        ("GET", "/config/worker?x=../../etc", {}, 200),
+        (
+            "GET",
+            "/config/worker",
+            {"Accept": "application/vnd.coreos.ignition+json;version=4.0.0"},
+            400,
+        ),
+        (
+            "GET",
+            "/config/worker",
+            {"Accept": "application/vnd.coreos.ignition+json;version=1.0.0"},
+            400,
+        ),
+    ],
+)
+def test_status_codes(
+    server: Listener, method: str, path: str, headers: dict[str, str], status: int
+) -> None:
     got, got_headers, body = get(server.port, path, method, headers)
     assert got == status
     if status != 200:
@@ -124,7 +151,14 @@ def test_status_codes(server: Listener, method: str, path: str, headers: dict[st
 def test_pool_of_takes_one_plain_name_only() -> None:
     assert pool_of("/config/worker") == "worker"
     assert pool_of("/config/infra-1.a") == "infra-1.a"
-    for path in ("/config/a/b", "/config/a%2Fb", "/config/..", "/config/a..b", "/config/-a", "/config/" + "a" * 254):
+    for path in (
+        "/config/a/b",
+        "/config/a%2Fb",
+        "/config/..",
+        "/config/a..b",
+        "/config/-a",
+        "/config/" + "a" * 254,
+    ):
         assert pool_of(path) is None
 
 
@@ -133,21 +167,33 @@ def test_errors_are_500_with_an_empty_body_and_log_no_contents(
 ) -> None:
     source.fail = True
     caplog.set_level(logging.INFO)
-    status, headers, body = get(server.port, "/config/worker", headers={"User-Agent": "Ignition/2.14", "Accept": IGN33})
+    status, headers, body = get(
+        server.port, "/config/worker", headers={"User-Agent": "Ignition/2.14", "Accept": IGN33}
+    )
     assert (status, body, headers["content-length"]) == (500, b"", "0")
     assert "Pool 'worker' requested by address:'127.0.0.1:" in caplog.text
     assert "User-Agent:'Ignition/2.14' Accept-Header: '" + IGN33 + "'" in caplog.text
     source.fail = False
     caplog.clear()
-    assert get(server.port, "/config/worker", headers={"Authorization": "Bearer mcdjt.0.xyz"})[0] == 200
+    assert (
+        get(server.port, "/config/worker", headers={"Authorization": "Bearer mcdjt.0.xyz"})[0]
+        == 200
+    )
     assert SECRET.decode() not in caplog.text and "mcdjt" not in caplog.text
 
 
-def test_a_1mb_accept_header_is_refused_before_any_lookup(server: Listener, source: FakeSource) -> None:
+def test_a_1mb_accept_header_is_refused_before_any_lookup(
+    server: Listener, source: FakeSource
+) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
-        s.sendall(b"GET /config/worker HTTP/1.1\r\nHost: x\r\nAccept: " + b"a" * (1 << 20) + b"\r\n\r\n")
+        s.sendall(
+            b"GET /config/worker HTTP/1.1\r\nHost: x\r\nAccept: " + b"a" * (1 << 20) + b"\r\n\r\n"
+        )
         reply = s.recv(200)
-    assert reply.startswith(b"HTTP/1.") and b" 431 " in reply.split(b"\r\n")[0] or b" 400 " in reply.split(b"\r\n")[0]
+    status_line = reply.split(b"\r\n")[0]
+    assert status_line.startswith(b"HTTP/1.") and (
+        b" 431 " in status_line or b" 400 " in status_line
+    )
     assert source.calls == 0
 
 
@@ -160,7 +206,9 @@ def test_too_many_header_lines_are_refused(server: Listener, source: FakeSource)
     assert source.calls == 0
 
 
-def test_slow_clients_hold_a_worker_for_the_timeout_only_and_others_are_served(server: Listener) -> None:
+def test_slow_clients_hold_a_worker_for_the_timeout_only_and_others_are_served(
+    server: Listener,
+) -> None:
     slow = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
     for s in slow:
         s.sendall(b"GET /config/worker HTTP/1.1\r\n")  # never finishes its headers
@@ -230,10 +278,29 @@ def _cert(directory: Path, cn: str) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     cert, key = directory / "tls.crt", directory / "tls.key"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "2", "-subj", f"/CN={cn}", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={cn}",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     return cert, key
 
@@ -243,25 +310,42 @@ def _peer_cn(port: int, ca: Path, **ctx: object) -> tuple[str, str | None]:
     context.set_alpn_protocols(["h2", "http/1.1"])
     for k, v in ctx.items():
         setattr(context, k, v)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-            context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+    ):
         subject = dict(x[0] for x in s.getpeercert()["subject"])  # type: ignore[index, misc]
         return str(subject["commonName"]), s.selected_alpn_protocol()
 
 
-def test_tls_12_plus_no_http2_and_the_certificate_reloads_on_change(tmp_path: Path, source: FakeSource) -> None:
+def test_tls_12_plus_no_http2_and_the_certificate_reloads_on_change(
+    tmp_path: Path, source: FakeSource
+) -> None:
     cert, key = _cert(tmp_path / "a", "first")
     serving = tmp_path / "serving"
     serving.mkdir()
     shutil.copy(cert, serving / "tls.crt")
     shutil.copy(key, serving / "tls.key")
-    listener = Listener(Handler(source), "127.0.0.1", 0, CertReloader(str(serving / "tls.crt"), str(serving / "tls.key")), workers=2).start()
+    listener = Listener(
+        Handler(source),
+        "127.0.0.1",
+        0,
+        CertReloader(str(serving / "tls.crt"), str(serving / "tls.key")),
+        workers=2,
+    ).start()
     try:
         assert _peer_cn(listener.port, cert) == ("first", "http/1.1")
         with pytest.raises(ssl.SSLError):
-            _peer_cn(listener.port, cert, maximum_version=ssl.TLSVersion.TLSv1_1, minimum_version=ssl.TLSVersion.TLSv1)
+            _peer_cn(
+                listener.port,
+                cert,
+                maximum_version=ssl.TLSVersion.TLSv1_1,
+                minimum_version=ssl.TLSVersion.TLSv1,
+            )
         context = ssl.create_default_context(cafile=str(cert))
-        status, _, body = get(listener.port, "/config/worker", headers={"Accept": IGN33}, context=context)
+        status, _, body = get(
+            listener.port, "/config/worker", headers={"Accept": IGN33}, context=context
+        )
         assert status == 200 and body
         cert2, key2 = _cert(tmp_path / "b", "second")
         (serving / "tls.crt.new").write_bytes(cert2.read_bytes())

@@ -19,6 +19,7 @@ One deliberate difference: upstream names 3.0 supported but cannot convert down 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -81,7 +82,7 @@ def _parse_q(text: str) -> float | None:
         q = float(text)
     except ValueError:
         return None
-    return q if q == q else None  # NaN is no number
+    return None if math.isnan(q) else q
 
 
 def parse_accept(header: str) -> list[AcceptValue]:

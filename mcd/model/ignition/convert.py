@@ -65,7 +65,9 @@ def _sources(doc: JSONObj) -> Iterator[JSONObj]:
         if isinstance(value, dict) and isinstance(value.get("source"), str):
             yield value
         elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, dict) and isinstance(v.get("source"), str))
+            yield from (
+                v for v in value if isinstance(v, dict) and isinstance(v.get("source"), str)
+            )
 
 
 def _refuse(version: str, what: str) -> ConversionError:
@@ -78,8 +80,8 @@ def _check_below_3_5(doc: JSONObj, target: str) -> None:
 
 
 def _check_below_3_4(doc: JSONObj, target: str) -> None:
-    for luks in _storage(doc, "luks"):
-        luks = luks or {}
+    for entry in _storage(doc, "luks"):
+        luks = entry or {}
         if luks.get("discard") is True:
             raise _refuse(target, "luks discard")
         if luks.get("openOptions"):
