@@ -8,6 +8,7 @@ The server runs as a process (``mcd server``) on 127.0.0.1 over the fake API ser
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -140,39 +141,27 @@ def make_pool(cluster: TestCluster, base: str) -> str:
     return name
 
 
-@pytest.fixture
-def served(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[Served]:
-    namespace = kube_cluster.namespace("mcs")
-    pool, other = make_pool(kube_cluster, "joiners"), make_pool(kube_cluster, "others")
+@contextlib.contextmanager
+def start_server(
+    cluster: TestCluster,
+    tmp_path: Path,
+    namespace: str,
+    kubeconfig: Path | None = None,
+    pool: str = "",
+    other_pool: str = "",
+) -> Iterator[Served]:
+    """``mcd server`` as a process on 127.0.0.1 (TLS, join tokens required, plain port off),
+    on ``kubeconfig`` (default: the cluster's admin one); stopped by its pid."""
     cert, key = _cert(tmp_path / "pki", "mcs")
     port = free_port()
     log = tmp_path / "server.log"
+    args = [*MCD, "server", "--kubeconfig", str(kubeconfig or cluster.kubeconfig),
+            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--insecure-port", "0",
+            "--cert", str(cert), "--key", str(key), "--require-join-token",
+            "--namespace", namespace]  # fmt: skip
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                *MCD,
-                "server",
-                "--kubeconfig",
-                str(kube_cluster.kubeconfig),
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                str(port),
-                "--insecure-port",
-                "0",
-                "--cert",
-                str(cert),
-                "--key",
-                str(key),
-                "--require-join-token",
-                "--namespace",
-                namespace,
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "MCD_LOG_FORMAT": "text"},
-        )
-    s = Served(kube_cluster, namespace, pool, other, f"https://127.0.0.1:{port}", cert, log, proc)
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    s = Served(cluster, namespace, pool, other_pool, f"https://127.0.0.1:{port}", cert, log, proc)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -191,8 +180,16 @@ def served(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        for name in list_token_secrets(kube_cluster, namespace):
-            kube_cluster.kube.request("DELETE", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        for name in list_token_secrets(cluster, namespace):
+            cluster.kube.request("DELETE", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+
+
+@pytest.fixture
+def served(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[Served]:
+    namespace = kube_cluster.namespace("mcs")
+    pool, other = make_pool(kube_cluster, "joiners"), make_pool(kube_cluster, "others")
+    with start_server(kube_cluster, tmp_path, namespace, pool=pool, other_pool=other) as s:
+        yield s
 
 
 def list_token_secrets(cluster: TestCluster, namespace: str) -> list[str]:
