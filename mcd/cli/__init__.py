@@ -89,6 +89,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "join_token_group",
         "Issue one-use tokens a new node fetches its pool's config with.",
     ),
+    "join": (
+        "mcd.cli.server",
+        "join_command",
+        "Fetch this host's pool config from mcd server and apply it once (no Ignition).",
+    ),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -179,3 +180,120 @@ def join_token_create(
         return
     assert server_url is not None
     click.echo(json.dumps(pointer_config(server_url, pool, issued.token, ca_data), indent=2))
+
+
+@click.command("join")
+@click.option(
+    "--server",
+    "server_url",
+    required=True,
+    help="https://HOST:22623 (with --pool), or https://HOST:22623/config/POOL.",
+)
+@click.option("--pool", help="The pool to join (unless --server names it).")
+@click.option("--token", envvar="MCD_JOIN_TOKEN", help="The join token (or $MCD_JOIN_TOKEN).")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file holding the join token; removed once the node joined (the first-boot unit's).",
+)
+@click.option(
+    "--ca",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The CA of the server's certificate (the only one trusted).",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="/",
+    show_default=True,
+    help="The node's root directory.",
+)
+@click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@output_options
+def join_command(
+    server_url: str,
+    pool: str | None,
+    token: str | None,
+    token_file: Path | None,
+    ca: Path,
+    root: Path,
+    skip_reboot: bool,
+) -> None:
+    """Fetch the pool's config as a booting node would and apply it once (for a host
+    without Ignition), through the same gate as once-from; then write the node-annotations
+    file, so the agent starts on that config, Done.
+
+    Exit 0 when joined (or the reboot is queued or skipped), 2 when the config cannot be
+    applied to this host, 1 on any other failure (everything rolled back, nothing written).
+    """
+    from mcd.cli.common import console_logging, say  # noqa: PLC0415
+    from mcd.server.client import FetchError, config_url, fetch  # noqa: PLC0415
+
+    console_logging()
+    if bool(token) == bool(token_file):
+        raise click.UsageError("give --token (or $MCD_JOIN_TOKEN) or --token-file, one of them")
+    try:
+        secret = token or (token_file.read_text().strip() if token_file else "")
+        url, host, port, path = config_url(server_url, pool)
+        doc = fetch(url, host, port, path, secret, ca.read_bytes())
+    except FetchError as e:
+        fail(f"cannot fetch the config: {e}")
+    except OSError as e:
+        fail(f"cannot read {e.filename}: {e.strerror}")
+    outcome = _apply_joined(doc, root, skip_reboot)
+    if token_file is not None:
+        token_file.unlink(missing_ok=True)  # used up: the first-boot unit runs no more
+    say(outcome)
+
+
+def _apply_joined(doc: object, root: Path, skip_reboot: bool) -> str:
+    import tempfile  # noqa: PLC0415
+
+    from mcd.agent.commands.once import node_for, run_once  # noqa: PLC0415
+    from mcd.agent.update.transaction import Outcome, UpdateError  # noqa: PLC0415
+    from mcd.cli.common import EXIT_MISMATCH  # noqa: PLC0415
+    from mcd.host.errors import HostError  # noqa: PLC0415
+    from mcd.host.fs import fsops  # noqa: PLC0415
+    from mcd.host.rootfs import Root  # noqa: PLC0415
+    from mcd.model.ignition.served import unpack  # noqa: PLC0415
+    from mcd.model.text import printable  # noqa: PLC0415
+
+    try:
+        if not isinstance(doc, dict):
+            raise ConfigError("the served config is not a JSON object")
+        unpacked = unpack(doc)
+        name = str((unpacked.machine_config.get("metadata") or {}).get("name") or "")
+        if not name or "/" in name or name.startswith("."):
+            raise ConfigError("the served MachineConfig has no usable name")
+    except ConfigError as e:
+        fail(f"the served config: {e}")
+    node_root = Root(root)
+    node = node_for(node_root)
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcd-join-") as tmp:
+            source = Path(tmp) / f"{name}.json"
+            fd = os.open(source, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(unpacked.machine_config, f)
+            result = run_once(str(source), node, skip_reboot=True)
+        if result.outcome not in (Outcome.DONE, Outcome.REBOOT_PENDING) or (
+            result.outcome is Outcome.DONE and not result.applied
+        ):
+            fail(f"not joined: {printable(name)}: {result.outcome}")
+        for node_path, data, mode in unpacked.extras:
+            fsops.write_file(node_root, node_path, data, mode)
+        if result.outcome is Outcome.REBOOT_PENDING and not skip_reboot:
+            node.effects.systemd.reboot(f"mcd join: {name}")
+            return f"joined: {printable(name)} applied to {root}; rebooting"
+    except UpdateError as e:
+        unreconcilable = str(e).startswith("can't reconcile")
+        fail(str(e), EXIT_MISMATCH if unreconcilable else 1)
+    except ConfigError as e:
+        fail(f"the served config: {e}")
+    except (HostError, OSError) as e:
+        fail(str(e))
+    finally:
+        node.effects.systemd.close()
+    pending = "; a reboot completes it" if result.outcome is Outcome.REBOOT_PENDING else ""
+    return f"joined: {printable(name)} applied to {root}{pending}"

@@ -321,3 +321,38 @@ def test_refusals(served: Served) -> None:
         assert word in log, word
     for t in (other, expiring, fresh):
         assert t not in log
+
+
+def test_join_applies_the_pool_config_once_through_the_once_from_gate(
+    served: Served, tmp_path: Path, node_root: Path
+) -> None:
+    token = served.token("node-j").strip()
+    token_file = tmp_path / "join-token"
+    token_file.write_text(token + "\n")
+    args = [*MCD, "join", "--server", f"{served.url}/config/{served.pool}", "--token-file",
+            str(token_file), "--ca", str(served.ca), "--root", str(node_root), "--skip-reboot"]  # fmt: skip
+    done = subprocess.run(args, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = f"rendered-{served.pool}-1"
+    assert f"joined: {config} applied to {node_root}" in done.stdout
+    assert (node_root / "etc/mcd-joined").read_bytes() == SECRET
+    annotations = json.loads(
+        (node_root / "etc/machine-config-daemon/node-annotations.json").read_text()
+    )
+    assert annotations["machineconfiguration.openshift.io/desiredConfig"] == config
+    current = json.loads((node_root / "etc/machine-config-daemon/currentconfig").read_text())
+    assert current["metadata"]["name"] == config
+    assert not (node_root / "etc/ignition-machine-config-encapsulated.json").exists()
+    assert (node_root / "etc/mcs-machine-config-content.json").stat().st_mode & 0o777 == 0o600
+    assert not token_file.exists()  # used up
+    assert token not in done.stdout + done.stderr
+    # again, with the used token: refused, nothing written
+    before = sorted(str(p) for p in node_root.rglob("*"))
+    again = subprocess.run(
+        [*MCD, "join", "--server", served.url, "--pool", served.pool, "--token", token,
+         "--ca", str(served.ca), "--root", str(node_root), "--skip-reboot"],
+        check=False, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 1 and "403" in again.stderr
+    assert sorted(str(p) for p in node_root.rglob("*")) == before
+    assert token not in again.stdout + again.stderr

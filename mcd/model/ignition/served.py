@@ -32,9 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mcd.model.errors import ConfigError
 from mcd.model.ignition.convert import migrate_kernel_arguments, to_version
 from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.ignition.merge import to_spec3
+from mcd.model.ignition.parse import parse_ignition
 
 JSONObj = dict[str, Any]
 
@@ -123,3 +125,36 @@ def served_config(
     encapsulated["spec"]["config"] = _empty_ignition(version)
     _put(doc, ENCAPSULATED, json.dumps(encapsulated, separators=(",", ":")).encode())
     return json.dumps(to_version(doc, version), separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """A served document taken apart again, for a host without Ignition (``mcd join``)."""
+
+    machine_config: JSONObj
+    """The MachineConfig as served (the content file): what the node is to be on."""
+    extras: tuple[tuple[str, bytes, int], ...]
+    """The files the server added beside the config: (path, data, mode)."""
+
+
+def unpack(doc: Mapping[str, Any]) -> Unpacked:
+    """The MachineConfig and the server's own files of a served document (any spec version
+    mcd parses); the encapsulated MachineConfig is left out (the whole config is applied at
+    once, nothing is left for a first-boot service). ``ConfigError`` when it is not one."""
+    parsed = parse_ignition(doc, "served")
+    by_path = {f.path: f for f in parsed.files}
+    content = by_path.get(CONTENT)
+    if content is None:
+        raise ConfigError(f"the served config has no {CONTENT}: not from a machine-config-server")
+    try:
+        mc = json.loads(content.data())
+    except ValueError:
+        raise ConfigError(f"{CONTENT}: not JSON") from None
+    if not isinstance(mc, dict):
+        raise ConfigError(f"{CONTENT}: not a MachineConfig")
+    extras = tuple(
+        (path, by_path[path].data(), by_path[path].effective_mode)
+        for path in (KUBELET_CA, NODE_ANNOTATIONS, KUBECONFIG, CONTENT)
+        if path in by_path
+    )
+    return Unpacked(mc, extras)
