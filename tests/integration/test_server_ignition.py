@@ -16,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -356,3 +357,22 @@ def test_join_applies_the_pool_config_once_through_the_once_from_gate(
     assert again.returncode == 1 and "403" in again.stderr
     assert sorted(str(p) for p in node_root.rglob("*")) == before
     assert token not in again.stdout + again.stderr
+
+
+def test_one_token_racing_from_many_clients_serves_the_config_once(served: Served) -> None:
+    token = served.token("node-race").strip()
+    headers = {"Authorization": f"Bearer {token}", "Accept": IGN33}
+    results: list[int] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        status, _ = served.get(f"/config/{served.pool}", headers)
+        with lock:
+            results.append(status)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [200] + [403] * 7
