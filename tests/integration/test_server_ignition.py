@@ -150,6 +150,7 @@ def start_server(
     kubeconfig: Path | None = None,
     pool: str = "",
     other_pool: str = "",
+    tokens: bool = True,
 ) -> Iterator[Served]:
     """``mcd server`` as a process on 127.0.0.1 (TLS, join tokens required, plain port off),
     on ``kubeconfig`` (default: the cluster's admin one); stopped by its pid."""
@@ -158,8 +159,9 @@ def start_server(
     log = tmp_path / "server.log"
     args = [*MCD, "server", "--kubeconfig", str(kubeconfig or cluster.kubeconfig),
             "--bind-address", "127.0.0.1", "--secure-port", str(port), "--insecure-port", "0",
-            "--cert", str(cert), "--key", str(key), "--require-join-token",
-            "--namespace", namespace]  # fmt: skip
+            "--cert", str(cert), "--key", str(key), "--namespace", namespace]  # fmt: skip
+    if tokens:
+        args.append("--require-join-token")
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     s = Served(cluster, namespace, pool, other_pool, f"https://127.0.0.1:{port}", cert, log, proc)
@@ -376,3 +378,56 @@ def test_one_token_racing_from_many_clients_serves_the_config_once(served: Serve
     for t in threads:
         t.join(60)
     assert sorted(results) == [200] + [403] * 7
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_many_concurrent_requests_bounded_memory_no_leaked_descriptors(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """Rounds of 300 requests, 30 at a time (more than the 16 workers), to the real process:
+    each answered 200 or closed at once; after the first round (which fills the API client's
+    connection pool), the second leaves memory and open descriptors where they were."""
+    namespace = kube_cluster.namespace("mcs")
+    pool = make_pool(kube_cluster, "load")
+    with start_server(kube_cluster, tmp_path, namespace, pool=pool, tokens=False) as s:
+        path = f"/config/{pool}"
+
+        def round_of(clients: int = 30, each: int = 10) -> tuple[list[int], float]:
+            results: list[int] = []
+            lock = threading.Lock()
+
+            def some() -> None:
+                for _ in range(each):
+                    try:
+                        status = s.get(path, {"Accept": IGN33})[0]
+                    except OSError:
+                        status = -1
+                    with lock:
+                        results.append(status)
+
+            threads = [threading.Thread(target=some) for _ in range(clients)]
+            start = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            return results, time.monotonic() - start
+
+        first, _ = round_of()
+        time.sleep(0.5)
+        fds, rss = len(os.listdir(f"/proc/{s.proc.pid}/fd")), _rss_kb(s.proc.pid)
+        second, elapsed = round_of()
+        time.sleep(0.5)
+        after_fds, after_rss = len(os.listdir(f"/proc/{s.proc.pid}/fd")), _rss_kb(s.proc.pid)
+        for results in (first, second):
+            assert len(results) == 300 and set(results) <= {200, -1}, set(results)
+            assert results.count(200) >= 250
+        assert after_fds <= fds + 2, (fds, after_fds)
+        assert after_rss - rss < 20_000, (rss, after_rss)  # KiB
+        assert elapsed < 100
