@@ -12,6 +12,7 @@ import contextlib
 import http.client
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -28,6 +29,7 @@ import pytest
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
 from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.ignition.served import Extras, served_config
 from mcd.server.tokens import secret_name
 from tests.fakes.kubecluster import TestCluster
 from tests.unit.test_server_http import _cert
@@ -431,3 +433,22 @@ def test_many_concurrent_requests_bounded_memory_no_leaked_descriptors(
         assert after_fds <= fds + 2, (fds, after_fds)
         assert after_rss - rss < 20_000, (rss, after_rss)  # KiB
         assert elapsed < 100
+
+
+@pytest.mark.skipif(shutil.which("ignition-validate") is None, reason="needs ignition-validate")
+@pytest.mark.parametrize("version", ["3.0.0", "3.1.0", "3.2.0", "3.3.0"])
+def test_ignition_validate_accepts_every_served_version_it_reads(
+    version: str, tmp_path: Path
+) -> None:
+    """Ignition's own verdict (2.14 reads 3.0-3.3) on a served document: no error, no warning."""
+    config = rendered("rendered-worker-1")
+    config["spec"]["config"]["kernelArguments"] = {"shouldExist": ["nosmt"]}
+    extras = Extras(kubelet_ca=b"-----BEGIN CERTIFICATE-----\n", kubeconfig=b"apiVersion: v1\n")
+    path = tmp_path / "served.ign"
+    path.write_bytes(served_config(config, "rendered-worker-1", version, extras))
+    done = subprocess.run(
+        ["ignition-validate", str(path)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), (
+        done.stdout + done.stderr
+    )
