@@ -212,33 +212,21 @@ def ignition_root(tmp: Path) -> Path:
     return root
 
 
-def run_ignition(tmp: Path, pointer: str) -> tuple[int, str, Path]:
-    root = ignition_root(tmp)
+def run_ignition(tmp: Path, pointer: str, root: Path | None = None) -> tuple[int, str, Path]:
+    """Ignition's fetch and files stages, as a booting node runs them, into ``root`` (a new
+    temp root with the SELinux files the files stage needs, by default)."""
+    root = root or ignition_root(tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "pointer.ign").write_text(pointer)
     env = {**os.environ, "IGNITION_CONFIG_FILE": str(tmp / "pointer.ign")}
     out = ""
     for stage in ("fetch", "files"):
         done = subprocess.run(
-            [
-                str(IGNITION),
-                "-platform",
-                "file",
-                "-stage",
-                stage,
-                "-root",
-                str(root),
-                "-config-cache",
-                str(tmp / "cache.json"),
-                "-state-file",
-                str(tmp / "state"),
-                "-log-to-stdout",
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+            [str(IGNITION), "-platform", "file", "-stage", stage, "-root", str(root),
+             "-config-cache", str(tmp / "cache.json"), "-state-file", str(tmp / "state"),
+             "-log-to-stdout"],
+            check=False, capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
         out += done.stdout + done.stderr
         if done.returncode != 0:
             return done.returncode, out, root
