@@ -21,7 +21,7 @@ from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import create_config
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_server_ignition import IGNITION, start_server
+from tests.integration.test_server_ignition import IGNITION, ensure_pool_crd, start_server
 
 pytestmark = pytest.mark.skipif(
     not IGNITION.exists() or os.geteuid() != 0,
@@ -30,6 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _pool(cluster: TestCluster, config: str) -> str:
+    ensure_pool_crd(cluster)
     name = cluster.name("joiners")
     cluster.create(POOLS, {
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
 from mcd.model.ignition.dataurl import encode_data_url
@@ -122,7 +124,32 @@ def rendered(name: str) -> dict[str, Any]:
     }
 
 
+POOL_CRD = Path(__file__).resolve().parents[2] / "daemonset/04-machineconfigpool-crd.yaml"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def ensure_pool_crd(cluster: TestCluster) -> None:
+    """On a real cluster, the MachineConfigPool CRD (the fake serves pools built in); left
+    installed, as the controller's e2e tests leave it."""
+    if cluster.fake is not None:
+        return
+    doc = yaml.safe_load(POOL_CRD.read_text())
+    with contextlib.suppress(ApiError):
+        cluster.kube.request("POST", CRD_PATH, body=doc)
+    deadline = time.monotonic() + 60
+    while True:
+        crd = cluster.kube.request("GET", f"{CRD_PATH}/{doc['metadata']['name']}")
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            with contextlib.suppress(ApiError):
+                cluster.kube.request("GET", POOLS)
+                return
+        assert time.monotonic() < deadline, "MachineConfigPool CRD not served"
+        time.sleep(0.2)
+
+
 def make_pool(cluster: TestCluster, base: str) -> str:
+    ensure_pool_crd(cluster)
     name = cluster.name(base)
     config = f"rendered-{name}-1"
     cluster.create(MACHINECONFIGS, rendered(config))
