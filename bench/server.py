@@ -127,13 +127,21 @@ def bench_server(requests: int = 300) -> list[Row]:
     p99, base99 = _p99(mine), _p99(base)
     p50, base50 = statistics.median(mine), statistics.median(base)
     text, ok = ratio_check(p99, base99, 20)
-    load_text, load_ok = ratio_check(p99, base99, 40)
+    # make test: the medians (a p99 of 300 requests on a loaded machine is one stall)
+    load_text, load_ok = ratio_check(p50, base50, 30)
     size = f"{len(body) // 1024} KB"
     return [
+        Row(f"mcd server GET /config (p99, {size})", p99, base99, text, ok, "ms"),
         Row(
-            f"mcd server GET /config (p99, {size})", p99, base99, text, ok, "ms", load_text, load_ok
+            f"mcd server GET /config (p50, {size})",
+            p50,
+            base50,
+            "(report only)",
+            True,
+            "ms",
+            load_text,
+            load_ok,
         ),
-        Row(f"mcd server GET /config (p50, {size})", p50, base50, "(report only)", True),
     ]
 
 
