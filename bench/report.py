@@ -23,6 +23,7 @@ from bench.controller import bench_controller_requests, bench_render
 from bench.engine import bench_plan, bench_validate
 from bench.gate import bench_gate
 from bench.host import bench_apply_files
+from bench.server import bench_server
 from bench.startup import bench_startup
 
 
@@ -45,6 +46,7 @@ def steps(tmp: Path, load_tolerant: bool) -> list[tuple[str, Callable[[], list[R
         ("render 20 MachineConfigs", lambda: [bench_render()]),
         ("failed health gate to the previous config", bench_gate),
         ("controller requests per node update", lambda: [bench_controller_requests()]),
+        ("mcd server GET /config/<pool>", bench_server),
     ]
 
 

@@ -79,6 +79,21 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "controller_command",
         "Render MachineConfigPools and roll them out to their nodes (one leader at a time).",
     ),
+    "server": (
+        "mcd.cli.server",
+        "server_command",
+        "Serve each pool's rendered config to booting nodes as Ignition (/config/<pool>).",
+    ),
+    "join-token": (
+        "mcd.cli.server",
+        "join_token_group",
+        "Issue one-use tokens a new node fetches its pool's config with.",
+    ),
+    "join": (
+        "mcd.cli.server",
+        "join_command",
+        "Fetch this host's pool config from mcd server and apply it once (no Ignition).",
+    ),
 }
 
 

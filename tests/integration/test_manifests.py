@@ -105,7 +105,9 @@ def test_openshift_set_grants_the_security_context_constraints_the_pods_need() -
     (container,) = deploy["spec"]["template"]["spec"]["containers"]
     assert container["securityContext"]["runAsUser"] != 0
     assert scc_of[ctl] == ["nonroot-v2"]
-    assert set(scc_of) == {agent, ctl}
+    server = ("mcd", "mcd-server")  # as the controller (daemonset/09-server.yaml)
+    assert scc_of[server] == ["nonroot-v2"]
+    assert set(scc_of) == {agent, ctl, server}
     namespace = next(d for d in plain if d["kind"] == "Namespace")
     assert namespace["metadata"]["annotations"]["openshift.io/node-selector"] == ""
 

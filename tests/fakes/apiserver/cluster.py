@@ -23,6 +23,8 @@ RESOURCES = [
     Resource("", "v1", "events", "Event", True, ("ev",)),
     Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    Resource("", "v1", "secrets", "Secret", True, ()),
+    Resource("", "v1", "services", "Service", True, ("svc",)),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
     Resource("apps", "v1", "deployments", "Deployment", True, ("deploy",)),

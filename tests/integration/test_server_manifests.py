@@ -1,0 +1,70 @@
+"""``mcd server``'s manifests: join tokens required on plain Kubernetes, not in the OpenShift
+set (upstream's behaviour there); the OpenShift Deployment replaces the plain one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def server_args(docs: list[dict[str, Any]]) -> list[str]:
+    deploy = next(
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "mcd-server"
+    )
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    return list(container["args"])
+
+
+def test_plain_kubernetes_requires_join_tokens_and_serves_no_plain_http() -> None:
+    args = server_args(load(REPO / "daemonset/09-server.yaml"))
+    assert args[0] == "server" and "--require-join-token" in args and "--insecure-port=0" in args
+
+
+def test_openshift_set_serves_as_upstream() -> None:
+    args = server_args(load(REPO / "daemonset/openshift/12-server.yaml"))
+    assert "--require-join-token" not in args and "--insecure-port=22624" in args
+
+
+def test_the_server_may_read_pools_configs_and_its_token_secrets_and_nothing_more() -> None:
+    docs = load(REPO / "daemonset/09-server.yaml")
+    rules = [
+        (
+            tuple(r["apiGroups"]),
+            tuple(r["resources"]),
+            tuple(r["verbs"]),
+            tuple(r.get("resourceNames", ())),
+        )
+        for d in docs
+        if d["kind"] in ("ClusterRole", "Role")
+        for r in d["rules"]
+    ]
+    assert sorted(rules) == sorted(
+        [
+            (
+                ("machineconfiguration.openshift.io",),
+                ("machineconfigpools", "machineconfigs"),
+                ("get",),
+                (),
+            ),
+            (
+                ("machineconfiguration.openshift.io",),
+                ("controllerconfigs",),
+                ("get",),
+                ("machine-config-controller",),
+            ),
+            (("",), ("secrets",), ("get", "update"), ()),
+            (("",), ("configmaps",), ("get",), ("kube-root-ca.crt",)),
+        ]
+    )
+    role = next(d for d in docs if d["kind"] == "Role")
+    assert role["metadata"]["namespace"] == "mcd"  # secrets of its own namespace only
