@@ -203,6 +203,7 @@ def test_drain_blocked_by_a_budget_names_pod_and_budget_then_completes(
     assert node.reason() == ""
 
 
+@pytest.mark.fake_only("stops and restarts the API server mid-update")
 def test_api_server_restarts_in_the_middle_of_an_update(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:

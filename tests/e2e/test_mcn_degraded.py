@@ -146,13 +146,12 @@ def test_reload_policy_reports_the_reloaded_service(
         assert first["UpdateExecuted"] == "Unknown"  # upstream: executing
 
 
+@pytest.mark.fake_only("ControllerConfig machine-config-controller is a singleton: fake only")
 def test_certificate_writer_failure_shows_in_the_machineconfignode(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     """Upstream handleControllerConfigErr -> updateErrorState -> updateDegradedState: the
     MachineConfigNode's NodeDegraded carries the certificate writer's error."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     boot_on(node, kube_cluster)
     blocker = node.path("/etc/kubernetes/kubelet-ca.crt")

@@ -63,12 +63,11 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
     node.wait_state("Done", old)
 
 
+@pytest.mark.fake_only("MachineConfiguration/cluster is a singleton: fake API server only")
 def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     """calculatePostConfigChangeNodeDisruptionAction reads MachineConfiguration/cluster."""
-    if kube_cluster.fake is None:
-        pytest.skip("MachineConfiguration/cluster is a singleton: fake API server only")
     user = {"files": [{"path": "/etc/app", "actions": [
         {"type": "Restart", "restart": {"serviceName": "app.service"}}]}]}  # fmt: skip
     kube_cluster.create(
@@ -90,13 +89,12 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
     ]
 
 
+@pytest.mark.fake_only("ControllerConfig machine-config-controller is a singleton: fake only")
 def test_ca_rotation_lands_without_a_reboot(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     """The certificate writer follows the ControllerConfig; the node never reboots. (The
     service-CA rotation of the same handler: tests/e2e/test_service_ca.py.)"""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     node.path("/etc/docker/certs.d").mkdir(parents=True)
     name = boot_on(node, kube_cluster)
@@ -233,13 +231,12 @@ def test_bootstrap_pivot_to_the_install_configs_image(
     assert node.reboots_requested() == 1
 
 
+@pytest.mark.fake_only("ControllerConfig machine-config-controller is a singleton: fake only")
 def test_certificate_writer_failure_degrades_until_a_sync_succeeds(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
     """Upstream handleControllerConfigErr: a failed sync is Degraded (the error its reason);
     the next sync that succeeds lets the node be Done again, and no update sync clears it before."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     name = boot_on(node, kube_cluster)
     blocker = node.path("/etc/kubernetes/kubelet-ca.crt")

@@ -215,7 +215,7 @@ if os.path.isdir(kas_dir):
 
 
 def kit_dir() -> Path:
-    return Path(os.environ.get(KIT_ENV) or KIT)
+    return Path(os.environ.get(KIT_ENV) or KIT).resolve()
 
 
 def kit_missing() -> str | None:

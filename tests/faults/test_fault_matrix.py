@@ -80,6 +80,12 @@ class Cell:
         return new_config(self.cluster, self.kind, base, variant)
 
 
+pytestmark = pytest.mark.fake_only(
+    "the fault matrix injects its API faults (restart, watch drop, 410, 409, 500) into the fake "
+    "API server, and every cell is built on it"
+)
+
+
 def node_patch(node: str, marker: bytes) -> Callable[[str, str, bytes], bool]:
     """Matches the agent's PATCH of its Node carrying ``marker`` (e.g. ``b'"Working"'``)."""
     return lambda m, p, body: m == "PATCH" and p == f"/api/v1/nodes/{node}" and marker in body

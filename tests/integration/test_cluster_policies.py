@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
@@ -23,9 +22,8 @@ from tests.builders import file_entry, mc_doc
 from tests.fakes.kubecluster import TestCluster
 from tests.unit.test_policy_status import USER, status_object
 
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("MCD_TEST_KUBECONFIG")),
-    reason="MachineConfiguration/cluster is a singleton; the fake API server only",
+pytestmark = pytest.mark.fake_only(
+    "MachineConfiguration/cluster is a singleton; the fake API server only"
 )
 COLLECTION = MACHINECONFIGURATION.rsplit("/", 1)[0]
 

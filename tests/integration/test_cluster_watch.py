@@ -7,6 +7,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from mcd.cluster.api import Obj
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.cluster.watch import Backoff, NodeWatch
@@ -69,6 +71,9 @@ def test_watch_sees_every_annotation_change_of_its_node_only(kube_cluster: TestC
     assert all(n["metadata"]["name"] == node for n in seen.versions)
 
 
+@pytest.mark.fake_only(
+    "drops the watches, compacts the history (410 Gone), restarts the server and fails LISTs with 500"
+)
 def test_watch_survives_drops_410_and_restart_without_missing_the_last_desired(
     kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
@@ -94,6 +99,7 @@ def test_watch_survives_drops_410_and_restart_without_missing_the_last_desired(
     assert all(r.query.get("fieldSelector") == f"metadata.name={node}" for r in listed)
 
 
+@pytest.mark.fake_only("shortens the server's bookmark interval and reads its request log")
 def test_watch_is_the_only_long_lived_request_and_uses_bookmarks(
     kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
@@ -144,6 +150,7 @@ def test_concurrent_annotation_writes_end_consistent(kube_cluster: TestCluster) 
     assert got[Annotation.STATE] == "Working"
 
 
+@pytest.mark.fake_only("counts the 409 answers in the server's request log")
 def test_writer_retries_a_conflict(kube_cluster: TestCluster, fake_api: FakeApiServer) -> None:
     node = kube_cluster.node("worker")
     writer = NodeWriter(kube_cluster.kube, node)
