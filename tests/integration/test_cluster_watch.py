@@ -57,7 +57,9 @@ def watching(
 def test_watch_sees_every_annotation_change_of_its_node_only(kube_cluster: TestCluster) -> None:
     node, other = kube_cluster.node("worker"), kube_cluster.node("other")
     seen = Seen()
-    with watching(kube_cluster, node, seen):
+    # short watch requests: stopping waits for the open one to end (a real server holds it
+    # open until its timeout); each new one resumes at the last version seen
+    with watching(kube_cluster, node, seen, watch_seconds=3):
         assert eventually(lambda: len(seen.versions) >= 1)
         for i in range(1, 6):
             kube_cluster.annotate(node, {DESIRED: f"rendered-worker-{i}"})
