@@ -15,7 +15,6 @@ from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
 from tests.fakes.realcluster import (
     REAL_CLUSTERS_ENV,
-    THROWAWAY_ENV,
     RealClusterSession,
     ThrowAwayCluster,
     ensure_binaries,
@@ -142,11 +141,17 @@ def _start_own_cluster(config: pytest.Config, workers: object) -> None:
         if workers:
             return
     name = worker["workerid"] if worker else "main"
-    kas_dir = Path(tempfile.mkdtemp(prefix=f"mcd-kas-{name}-"))
-    cluster = ThrowAwayCluster(kas_dir).start()
+    # start.sh picks free ports, then binds them: one taken in between is worth one more try
+    for attempt in (1, 2):
+        kas_dir = Path(tempfile.mkdtemp(prefix=f"mcd-kas-{name}-"))
+        try:
+            cluster = ThrowAwayCluster(kas_dir).start()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise
     config.stash[_CLUSTER] = cluster
     os.environ["MCD_TEST_KUBECONFIG"] = str(cluster.kubeconfig)
-    os.environ[THROWAWAY_ENV] = str(kas_dir)
     os.environ.setdefault("MCD_TEST_FAKE_KUBELET", str(kit_dir() / "fake-kubelet.py"))
 
 
@@ -154,8 +159,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     cluster = config.stash.get(_CLUSTER, None)
     if cluster is not None:
         del config.stash[_CLUSTER]
-        for name in ("MCD_TEST_KUBECONFIG", THROWAWAY_ENV):
-            os.environ.pop(name, None)
+        os.environ.pop("MCD_TEST_KUBECONFIG", None)
         cluster.stop()
 
 

@@ -189,8 +189,6 @@ class RealClusterSession:
 
 REAL_CLUSTERS_ENV = "MCD_TEST_REAL_CLUSTERS"
 KIT_ENV = "MCD_TEST_REALCLUSTER_KIT"
-THROWAWAY_ENV = "MCD_TEST_THROWAWAY_CLUSTER"
-"""Set (to the cluster's dir) while the cluster is one this process started and will throw away."""
 KIT = REPO.parent / "shared" / "realcluster"
 
 _WATCHDOG = r"""
