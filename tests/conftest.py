@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,28 +13,42 @@ from hypothesis import HealthCheck, settings
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster
-from tests.fakes.realcluster import RealClusterSession
+from tests.fakes.realcluster import (
+    REAL_CLUSTERS_ENV,
+    RealClusterSession,
+    ThrowAwayCluster,
+    ensure_binaries,
+    kit_dir,
+    kit_missing,
+)
 
 # Machine load never fails a property test: no per-example deadline, no "too slow" health
 # check (make unit runs the suite over several workers on a busy 2-core machine). A test's own
 # @settings still sets its example count; it inherits these for what it leaves out.
 settings.register_profile("mcd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("mcd")
+_CLUSTER = pytest.StashKey[ThrowAwayCluster]()
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``MCD_TEST_KUBECONFIG``: install what the suites need in that cluster, remove it after."""
+def _real_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """``MCD_TEST_KUBECONFIG``: install what the suites need in that cluster, remove it after
+    (a throw-away cluster of this process is left as it is: it is stopped next)."""
     real = os.environ.get("MCD_TEST_KUBECONFIG")
     if not real:
         yield
         return
+    own = request.config.stash.get(_CLUSTER, None)
     session = RealClusterSession(Path(real), tmp_path_factory.mktemp("realcluster"))
     try:
         session.install()
+        if own is not None and session.kubelet is not None:
+            own.guard(session.kubelet.pid, "fake-kubelet")
         yield
     finally:
-        session.close()
+        session.close(uninstall=own is None)
 
 
 @pytest.fixture(autouse=True)
@@ -87,10 +102,75 @@ def fake_api(kube_cluster: TestCluster) -> FakeApiServer:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A real cluster is one for the whole run: its cluster-scoped objects (MachineConfigs
-    such as ``00-worker``, the controller's Lease) would be shared by xdist workers."""
+    config.addinivalue_line(
+        "markers", "cluster: talks to the API server (the fake, or a real one); added to every "
+        "test that uses kube_cluster: make test-real selects these (-m cluster)",
+    )  # fmt: skip
+    config.addinivalue_line(
+        "markers", "fake_only(reason): needs the fake API server (fault injection, its request "
+        "log); skipped on a real cluster with that reason",
+    )  # fmt: skip
     workers = getattr(config.option, "numprocesses", None)
-    if os.environ.get("MCD_TEST_KUBECONFIG") and workers:
+    if os.environ.get(REAL_CLUSTERS_ENV):
+        _start_own_cluster(config, workers)
+    elif os.environ.get("MCD_TEST_KUBECONFIG") and workers:
+        # one cluster for the whole run: its cluster-scoped objects (MachineConfigs such as
+        # 00-worker, the controller's Lease) would be shared by the xdist workers
         raise pytest.UsageError(
-            f"MCD_TEST_KUBECONFIG: a run against a real cluster is serial (-n 0), not -n {workers}"
+            f"MCD_TEST_KUBECONFIG: a run against one real cluster is serial (-n 0), not "
+            f"-n {workers}; {REAL_CLUSTERS_ENV}=1 gives each worker a cluster of its own"
         )
+
+
+def _start_own_cluster(config: pytest.Config, workers: object) -> None:
+    """``MCD_TEST_REAL_CLUSTERS=1``: each test process (each xdist worker, or the only one)
+    starts a throw-away cluster of its own from ``../shared/realcluster`` and points
+    ``MCD_TEST_KUBECONFIG`` (and the kubelet stand-in) at it; it is stopped by its pids at the
+    end. The xdist controller runs no test: it only unpacks the binaries once, before the
+    workers start."""
+    if os.environ.get("MCD_TEST_KUBECONFIG"):
+        raise pytest.UsageError(
+            f"{REAL_CLUSTERS_ENV} starts its own clusters: unset MCD_TEST_KUBECONFIG"
+        )
+    why = kit_missing()
+    if why:
+        raise pytest.UsageError(f"{REAL_CLUSTERS_ENV}: {why}")
+    worker = getattr(config, "workerinput", None)
+    if worker is None:
+        ensure_binaries()
+        if workers:
+            return
+    name = worker["workerid"] if worker else "main"
+    # start.sh picks free ports, then binds them: one taken in between is worth one more try
+    for attempt in (1, 2):
+        kas_dir = Path(tempfile.mkdtemp(prefix=f"mcd-kas-{name}-"))
+        try:
+            cluster = ThrowAwayCluster(kas_dir).start()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise
+    config.stash[_CLUSTER] = cluster
+    os.environ["MCD_TEST_KUBECONFIG"] = str(cluster.kubeconfig)
+    os.environ.setdefault("MCD_TEST_FAKE_KUBELET", str(kit_dir() / "fake-kubelet.py"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cluster = config.stash.get(_CLUSTER, None)
+    if cluster is not None:
+        del config.stash[_CLUSTER]
+        os.environ.pop("MCD_TEST_KUBECONFIG", None)
+        cluster.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that talk to an API server (``-m cluster`` selects them), and on a real
+    cluster skip those only the fake can do, each with its own reason."""
+    real = bool(os.environ.get("MCD_TEST_KUBECONFIG"))
+    for item in items:
+        if "kube_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster)
+        fake_only = item.get_closest_marker("fake_only")
+        if real and fake_only is not None:
+            item.add_marker(pytest.mark.skip(reason=f"fake API server only: {fake_only.args[0]}"))

@@ -317,6 +317,15 @@ class AgentNode:
         found = self.cluster.events_for(self.name)
         return [e for e in found if reason is None or e.get("reason") == reason]
 
+    def wait_events(self, reason: str, count: int = 1, timeout: float = 30.0) -> list[Obj]:
+        """The node's Events of ``reason`` once ``count`` of them are there. The agent sends
+        Events in the background, in order, so an Event may land after the annotation it goes
+        with (on a real server it often does): a test waits for it, as a reader would."""
+        self.wait_for(
+            lambda: len(self.events(reason)) >= count, timeout, f"{count} {reason} Event(s)"
+        )
+        return self.events(reason)
+
     def metrics(self) -> str:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as response:

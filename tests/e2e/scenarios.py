@@ -46,7 +46,7 @@ def boot_on(
     node.start()
     node.wait_ready()
     node.wait_state("Done", name)
-    assert node.events("NodeDone")
+    node.wait_events("NodeDone")
     return name
 
 

@@ -62,14 +62,15 @@ def test_file_change_needing_reboot_drains_reboots_and_completes(
     assert node.node()["spec"].get("unschedulable") is True
     assert "web-0" not in kube_cluster.pods_on(node.name)
     assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
-    assert node.events("Drain") and node.events("Reboot")
+    node.wait_events("Drain")
+    node.wait_events("Reboot")
     node.reboot()
     node.wait_state("Done", new)
     assert node.annotations()[Annotation.POST_CONFIG_ACTION] == ""
     assert not node.node()["spec"].get("unschedulable")
     assert node.current_on_disk() == new
     assert node.reboots_requested() == 1
-    assert node.events("Uncordon")
+    node.wait_events("Uncordon")
 
 
 def test_os_pivot_and_kernel_arguments_reboot_into_the_new_deployment(
@@ -126,7 +127,7 @@ def test_drifted_file_degrades_at_once_and_recovers_when_restored(
     assert node.reason() == (
         f'unexpected on-disk state validating against {name}: content mismatch for file "/etc/app/app.conf"'
     )
-    assert node.events("ConfigDriftDetected")
+    node.wait_events("ConfigDriftDetected")
     drift = [line for line in node.metrics().splitlines() if line.startswith("mcd_config_drift ")]
     assert drift and float(drift[0].split()[1]) > 0
     conf.write_bytes(original)
@@ -181,7 +182,7 @@ def test_unreconcilable_config_changes_nothing_and_says_why(
     assert reason.startswith(f"can't reconcile config {name} with {new}: ") and reason.endswith(
         detail
     )
-    assert node.events("FailedToReconcile")
+    node.wait_events("FailedToReconcile")
     assert _tree(node.root) == before
     assert node.reboots_requested() == 0
     node.set_desired(name)  # the admin goes back: the node recovers by itself
@@ -203,6 +204,7 @@ def test_drain_blocked_by_a_budget_names_pod_and_budget_then_completes(
     assert node.reason() == ""
 
 
+@pytest.mark.fake_only("stops and restarts the API server mid-update")
 def test_api_server_restarts_in_the_middle_of_an_update(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
@@ -255,7 +257,8 @@ def test_sigterm_during_an_update_waits_for_the_update_step(
     release_and_reboot(node, kube_cluster, ns)
     node.wait_for(lambda: not node.running, 15, "the agent to stop after the update step")
     assert node.proc.returncode == 0
-    assert node.events("AddSigtermProtection") and node.events("RemoveSigtermProtection")
+    node.wait_events("AddSigtermProtection")
+    node.wait_events("RemoveSigtermProtection")
 
 
 def test_booting_the_old_deployment_retries_the_update(
@@ -290,7 +293,8 @@ def test_boot_validation_failure_degrades_and_a_restore_recovers(
     node.wait_state("Degraded")
     expected = f'unexpected on-disk state validating against {name}: content mismatch for file "/etc/app/app.conf"'
     assert node.reason() == expected
-    assert [e["message"] for e in node.events("OnDiskStateValidationFailed")] == [expected]
+    found = node.wait_events("OnDiskStateValidationFailed")
+    assert [e["message"] for e in found] == [expected]
     conf.write_bytes(original)
     node.wait_state("Done", name, timeout=10)
 

@@ -535,6 +535,7 @@ def test_a_window_closing_with_nodes_left(kube_cluster: TestCluster, tmp_path: P
 RBAC = REPO / "daemonset" / "05-controller-rbac.yaml"
 
 
+@pytest.mark.fake_only("reads every request the controller made from the server's log")
 def test_controller_rbac_is_exactly_what_it_uses(
     kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: Path
 ) -> None:

@@ -76,7 +76,7 @@ def test_a_reboot_update_whose_gate_fails_rolls_back_the_os_and_stops_after_max_
     assert node.annotations()[Annotation.CURRENT_CONFIG] == old
     time.sleep(2)
     assert node.reboots_requested() == 4  # two boots into the broken config, no more
-    events = [e["message"] for e in node.events("HealthGateFailed")]
+    events = [e["message"] for e in node.wait_events("HealthGateFailed", 2)]
     assert len(events) == 2
     assert events[0] == (
         f"health gate failed after update to {new}: check required.d/50-uplink failed: exit "
@@ -136,7 +136,7 @@ def test_a_file_only_reboot_update_whose_gate_fails_restores_the_files_and_stops
     time.sleep(2)
     assert node.reboots_requested() == 4  # two boots into the broken files, no more
     assert node.path(CHECK).exists() is False
-    assert len(node.events("HealthGateFailed")) == 2
+    assert len(node.wait_events("HealthGateFailed", 2)) == 2
 
 
 def test_a_file_only_reboot_update_whose_gate_passes_is_promoted_and_cleans_up(

@@ -47,6 +47,11 @@ def restart_jobs(node: AgentNode) -> list[str]:
     ]  # fmt: skip
 
 
+pytestmark = pytest.mark.fake_only(
+    "the x509 error is a fault injected into the fake API server (a 500 on the agent's LIST)"
+)
+
+
 @pytest.fixture
 def deferred(
     make_node: NodeFactory,
@@ -55,8 +60,6 @@ def deferred(
 ) -> tuple[AgentNode, Path]:
     """A node (on the D-Bus test service: its calls are read) whose kubelet restart was
     deferred: the bundle adds only the lb signer; and the kubelet's kubeconfig."""
-    if kube_cluster.fake is None:
-        pytest.skip("the x509 error is a fault injected into the fake API server")
     node = make_node(fake_systemd=True)
     node.path("/etc/kubernetes").mkdir(parents=True)
     node.path("/var/lib/kubelet").mkdir(parents=True)

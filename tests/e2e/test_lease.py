@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from mcd.cluster.api import USER_AGENT
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
@@ -118,6 +120,7 @@ def test_metrics_address_in_use_is_one_line_and_exit_1(
     assert f"cannot listen on 127.0.0.1:{port} for /metrics, /healthz and /readyz: " in text
 
 
+@pytest.mark.fake_only("answers 403 to every Lease request (manifests from before the Lease)")
 def test_without_the_lease_role_the_agent_says_so_and_still_works(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from mcd.cluster.api import USER_AGENT
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import APP_CONF
@@ -90,6 +92,7 @@ def test_a_node_registered_again_gets_its_annotations_back(
     assert node.running and node.reboots_requested() == 0
 
 
+@pytest.mark.fake_only("delays the server's watch events by 0.5 s")
 def test_drift_restored_at_once_recovers_while_the_watch_lags(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
@@ -109,6 +112,7 @@ def test_drift_restored_at_once_recovers_while_the_watch_lags(
     assert history(node, 2) == [("Done", name, "")]
 
 
+@pytest.mark.fake_only("cuts the agent's watch and fails its LISTs with 500")
 def test_periodic_resync_corrects_a_change_the_watch_never_delivered(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:

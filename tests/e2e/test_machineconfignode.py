@@ -8,6 +8,8 @@ import json
 import threading
 from typing import Any
 
+import pytest
+
 from mcd.cluster.api import USER_AGENT
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
@@ -51,6 +53,7 @@ def changes(start: Obj, writes: list[Obj]) -> list[list[tuple[str, str]]]:
     return out
 
 
+@pytest.mark.fake_only("reads every MachineConfigNode status write from the server's request log")
 def test_machineconfignode_reports_each_phase_of_an_update_in_order(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:

@@ -19,9 +19,12 @@ from tests.e2e.harness import AgentNode, create_config
 from tests.e2e.scenarios import boot_on, wait_served
 from tests.e2e.test_machineconfignode import MCN, record_status_writes
 from tests.e2e.test_own_node_admission import present
-from tests.e2e.test_service_ca import CRD_PATH
+from tests.e2e.test_service_ca import (
+    CRD_PATH,
+    complete_controller_config,
+    openshift,  # noqa: F401 (fixture)
+)
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_certificates import controller_config
 from tests.integration.test_kubectl import kubectl
 from tests.unit.test_policy_status import status_object
 
@@ -147,18 +150,18 @@ def test_reload_policy_reports_the_reloaded_service(
 
 
 def test_certificate_writer_failure_shows_in_the_machineconfignode(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    openshift: None,  # noqa: F811
 ) -> None:
     """Upstream handleControllerConfigErr -> updateErrorState -> updateDegradedState: the
     MachineConfigNode's NodeDegraded carries the certificate writer's error."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     boot_on(node, kube_cluster)
     blocker = node.path("/etc/kubernetes/kubelet-ca.crt")
     blocker.mkdir(parents=True)
     path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
-    kube_cluster.create(path, controller_config("1"))
+    kube_cluster.create(path, complete_controller_config())
     reason = "cannot write file /etc/kubernetes/kubelet-ca.crt: a directory is in the way"
     got = wait_condition(kube_cluster, node, "NodeDegraded", "True", "NodeDegraded True")
     assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade failure. {reason}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 import yaml
 
 from mcd.cluster.api import USER_AGENT
@@ -48,6 +49,10 @@ def used(fake: FakeApiServer) -> set[Permission]:
             if r.user_agent.startswith(USER_AGENT) and r.path.startswith(("/api/", "/apis/"))}  # fmt: skip
 
 
+@pytest.mark.fake_only(
+    "reads every request the agent made from the server's log "
+    "(the real authorizer's verdict: tests/real/test_cluster_rbac.py)"
+)
 def test_cluster_role_covers_exactly_what_the_agent_does(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:

@@ -99,7 +99,7 @@ def test_hot_fix_during_a_blocked_drain_stops_the_update_until_restored(
     node.wait_for(lambda: not cordoned(node.node()), 10, "the node uncordoned")
     release_and_no_reboot(node, kube_cluster, ns)
     assert conf.read_text() == "hot-fix\n"  # before: overwritten without a word
-    assert node.events("PreflightConfigDriftCheckFailed")
+    node.wait_events("PreflightConfigDriftCheckFailed")
     conf.write_text("threads=4\n")  # restored: the update goes on by itself
     node.wait_reboot(timeout=30)
     node.reboot()

@@ -210,7 +210,8 @@ def test_three_node_rollout_one_at_a_time_with_drains(
         assert node.current_on_disk() == new
         assert node.path("/etc/app/app.conf").read_text() == "threads=8\n"
         assert node.reboots_requested() == 1
-        assert node.events("Drain") and node.events("Reboot")
+        node.wait_events("Drain")
+        node.wait_events("Reboot")
     assert monitor.events >= 3 * 4, "the monitor must have seen every cordon and eviction"
     assert monitor.max_cordoned == 1, f"two nodes cordoned at once: {monitor.overlaps[:3]}"
     assert monitor.min_ready >= MIN_AVAILABLE

@@ -15,9 +15,17 @@ from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
 from tests.e2e.scenarios import boot_on, update_to
 from tests.e2e.test_agent import _tree
+from tests.e2e.test_mcn_degraded import (
+    create_machine_configuration,
+    machine_configuration,  # noqa: F401 (fixture)
+)
+from tests.e2e.test_service_ca import (
+    complete_controller_config,
+    openshift,  # noqa: F401 (fixture)
+)
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
+from tests.integration.test_certificates import CA_A, CA_B, b64
 from tests.unit.test_policy_status import status_object
 
 
@@ -64,17 +72,15 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
 
 
 def test_policy_from_the_cluster_makes_a_file_change_rebootless(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    machine_configuration: None,  # noqa: F811
 ) -> None:
-    """calculatePostConfigChangeNodeDisruptionAction reads MachineConfiguration/cluster."""
-    if kube_cluster.fake is None:
-        pytest.skip("MachineConfiguration/cluster is a singleton: fake API server only")
+    """calculatePostConfigChangeNodeDisruptionAction reads MachineConfiguration/cluster (on a
+    real kube-apiserver: upstream's CRD, the status written through its subresource)."""
     user = {"files": [{"path": "/etc/app", "actions": [
         {"type": "Restart", "restart": {"serviceName": "app.service"}}]}]}  # fmt: skip
-    kube_cluster.create(
-        "/apis/operator.openshift.io/v1/machineconfigurations",
-        status_object(user, generation=1, observed=1),
-    )
+    create_machine_configuration(kube_cluster, status_object(user, generation=1, observed=1))
     node = make_node(fake_systemd=True)  # reads the calls the D-Bus test service recorded
     boot_on(node, kube_cluster)
     new = update_to(node, kube_cluster, app="threads=8\n")
@@ -91,17 +97,17 @@ def test_policy_from_the_cluster_makes_a_file_change_rebootless(
 
 
 def test_ca_rotation_lands_without_a_reboot(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    openshift: None,  # noqa: F811
 ) -> None:
     """The certificate writer follows the ControllerConfig; the node never reboots. (The
     service-CA rotation of the same handler: tests/e2e/test_service_ca.py.)"""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     node.path("/etc/docker/certs.d").mkdir(parents=True)
     name = boot_on(node, kube_cluster)
     path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
-    kube_cluster.create(path, controller_config("1"))
+    kube_cluster.create(path, complete_controller_config())
     ca = node.path("/etc/kubernetes/kubelet-ca.crt")
     node.wait_for(lambda: ca.exists() and ca.read_bytes() == CA_A + b"\n", 15, "the kubelet CA")
     obj = kube_cluster.kube.request("GET", f"{path}/machine-config-controller")
@@ -267,18 +273,18 @@ def test_bootstrap_pivot_to_the_install_configs_image(
 
 
 def test_certificate_writer_failure_degrades_until_a_sync_succeeds(
-    make_node: NodeFactory, kube_cluster: TestCluster
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    openshift: None,  # noqa: F811
 ) -> None:
     """Upstream handleControllerConfigErr: a failed sync is Degraded (the error its reason);
     the next sync that succeeds lets the node be Done again, and no update sync clears it before."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     name = boot_on(node, kube_cluster)
     blocker = node.path("/etc/kubernetes/kubelet-ca.crt")
     blocker.mkdir(parents=True)
     path = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
-    kube_cluster.create(path, controller_config("1"))
+    kube_cluster.create(path, complete_controller_config())
     reason = "cannot write file /etc/kubernetes/kubelet-ca.crt: a directory is in the way"
     node.wait_for(lambda: node.state() == "Degraded", 15, "Degraded by the certificate writer")
     assert node.annotations()[Annotation.REASON] == reason

@@ -74,16 +74,24 @@ def openshift(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
                 present(kube_cluster.kube, path, timeout=60.0)
 
 
-def rotating_controller_config() -> dict[str, Any]:
-    """The test ControllerConfig with the annotation, and the fields upstream's CRD requires."""
+def complete_controller_config() -> dict[str, Any]:
+    """The test ControllerConfig with the fields upstream's CRD requires, and no
+    resourceVersion (a real server refuses one on create)."""
     cc = controller_config("1")
-    cc["metadata"] = {"name": cc["metadata"]["name"], "annotations": {SERVICE_CA_ROTATE: "true"}}
+    cc["metadata"] = {"name": cc["metadata"]["name"]}
     cc["spec"].update({
         "additionalTrustBundle": None, "baseOSContainerImage": "", "cloudProviderCAData": None,
         "cloudProviderConfig": "", "clusterDNSIP": "172.30.0.10", "dns": None, "images": {},
         "infra": None, "ipFamilies": "IPv4", "network": None, "proxy": None, "releaseImage": "",
         "rootCAData": base64.b64encode(OLD).decode(),
     })  # fmt: skip
+    return cc
+
+
+def rotating_controller_config() -> dict[str, Any]:
+    """The test ControllerConfig with the annotation."""
+    cc = complete_controller_config()
+    cc["metadata"]["annotations"] = {SERVICE_CA_ROTATE: "true"}
     return cc
 
 

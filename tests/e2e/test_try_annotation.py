@@ -59,7 +59,7 @@ def test_an_unconfirmed_try_is_reverted_after_its_deadline(
     assert node.annotations()[Annotation.CURRENT_CONFIG] == old
     assert node.current_on_disk() == old
     assert node.path(POLICY).read_text() == "one\n"
-    assert node.events("TryReverted")
+    node.wait_events("TryReverted")
     assert not node.path(TRY_STATE).exists()
     time.sleep(3)  # resyncs every second: the try is not applied again
     assert node.path(POLICY).read_text() == "one\n"
@@ -101,7 +101,7 @@ def test_the_revert_lands_at_the_deadline_not_at_the_next_resync(
     assert time.time() <= deadline + SLACK
     assert node.path(POLICY).read_text() == "one\n"
     assert node.reason() == f"try of {new} not confirmed in time; reverted to {old}"
-    assert node.events("TryReverted")
+    node.wait_events("TryReverted")
 
 
 def test_an_agent_started_again_wakes_at_the_kept_deadline(

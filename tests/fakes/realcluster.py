@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from mcd.cluster.api import ApiError, Kube, load_client
+from tests.real.cache import cache_dir, locked
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = [
@@ -165,7 +166,7 @@ class RealClusterSession:
         )  # fmt: skip
         log.close()
 
-    def close(self) -> None:
+    def close(self, uninstall: bool = True) -> None:
         os.environ.pop(AGENT_KUBECONFIG_ENV, None)
         if self.kubelet is not None:
             self.kubelet.send_signal(signal.SIGTERM)
@@ -174,9 +175,134 @@ class RealClusterSession:
             except subprocess.TimeoutExpired:
                 self.kubelet.kill()
                 self.kubelet.wait(5)
+        if not uninstall:
+            return
         for path in reversed(self.created):
             with contextlib.suppress(ApiError):
                 self.kube.request("DELETE", path)
         for path in self.created:  # leave the cluster as it was found, not half-deleted
             with contextlib.suppress(ApiError, RuntimeError):
                 self._exists(path, timeout=60.0)
+
+
+# -- a throw-away cluster per test process (MCD_TEST_REAL_CLUSTERS) ----------------------------
+
+REAL_CLUSTERS_ENV = "MCD_TEST_REAL_CLUSTERS"
+KIT_ENV = "MCD_TEST_REALCLUSTER_KIT"
+KIT = REPO.parent / "shared" / "realcluster"
+
+_WATCHDOG = r"""
+import os, signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+stop_sh, kas_dir = sys.argv[1], sys.argv[2]
+guarded = []
+for line in sys.stdin:  # until EOF: the test process ended, in any way
+    pid, _, marker = line.strip().partition(" ")
+    guarded.append((int(pid), marker))
+for pid, marker in guarded:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if marker.encode() in f.read():
+                os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
+if os.path.isdir(kas_dir):
+    subprocess.run(["bash", stop_sh, kas_dir, "--purge"], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+"""
+
+
+def kit_dir() -> Path:
+    return Path(os.environ.get(KIT_ENV) or KIT).resolve()
+
+
+def kit_missing() -> str | None:
+    """Why no throw-away cluster can start here, or None when the kit is there."""
+    kit = kit_dir()
+    for name in ("build.sh", "start.sh", "stop.sh", "fake-kubelet.py"):
+        if not (kit / name).is_file():
+            return f"no real-cluster kit at {kit} (no {name})"
+    return None
+
+
+def kas_home() -> Path:
+    """Where the kit's binaries are unpacked: ``$MCD_KAS_HOME`` as the kit reads it, else
+    ``kas/`` in the test cache (beside the real parts' rootfs and image)."""
+    explicit = os.environ.get("MCD_KAS_HOME")
+    if explicit:
+        return Path(explicit)
+    return cache_dir() / "kas"
+
+
+def ensure_binaries() -> None:
+    """Unpack the kit's bundled binaries once (its ``build.sh`` is idempotent), under a lock so
+    that concurrent test processes wait for one unpack."""
+    home = kas_home()
+    home.mkdir(parents=True, exist_ok=True)
+    with locked("kas-build"):
+        result = subprocess.run(
+            ["bash", str(kit_dir() / "build.sh"), "--no-kubectl"],
+            env={**os.environ, "MCD_KAS_HOME": str(home)},
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"{kit_dir()}/build.sh failed ({result.returncode}): {result.stderr}")
+
+
+class ThrowAwayCluster:
+    """etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 for one test process,
+    started by the kit's ``start.sh`` in ``kas_dir`` and stopped by its ``stop.sh`` (each
+    process by the pid it recorded). A watchdog stops them too should the test process die
+    without its session end (SIGKILL): it waits for the end of a pipe only this process holds."""
+
+    def __init__(self, kas_dir: Path) -> None:
+        self.kas_dir = kas_dir
+        self.env: dict[str, str] = {}
+        self._watchdog: subprocess.Popen[str] | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.env["KUBECONFIG"])
+
+    def start(self) -> ThrowAwayCluster:
+        kit = kit_dir()
+        self.kas_dir.mkdir(parents=True, exist_ok=True)
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(kit / "stop.sh"), str(self.kas_dir)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            text=True, start_new_session=True,
+        )  # fmt: skip
+        env = {**os.environ, "MCD_KAS_HOME": str(kas_home()), "KAS_DIR": str(self.kas_dir),
+               "KAS_KCM": "1"}  # fmt: skip
+        env.pop("KUBECONFIG", None)
+        result = subprocess.run(
+            ["bash", str(kit / "start.sh")], env=env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"{kit}/start.sh failed ({result.returncode}): {result.stderr}")
+        for line in result.stdout.splitlines():
+            key, sep, value = line.removeprefix("export ").partition("=")
+            if sep:
+                self.env[key] = value
+        return self
+
+    def guard(self, pid: int, marker: str) -> None:
+        """Have the watchdog also stop ``pid`` (while its command line still holds ``marker``)."""
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            self._watchdog.stdin.write(f"{pid} {marker}\n")
+            self._watchdog.stdin.flush()
+
+    def stop(self) -> None:
+        result = subprocess.run(
+            ["bash", str(kit_dir() / "stop.sh"), str(self.kas_dir), "--purge"],
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        if self._watchdog is not None:
+            if self._watchdog.stdin is not None:
+                self._watchdog.stdin.close()  # EOF: it finds nothing left to stop
+            self._watchdog.wait(60)
+            self._watchdog = None
+        if result.returncode != 0 and self.kas_dir.exists():
+            raise RuntimeError(f"stop.sh {self.kas_dir}: {result.stderr}")

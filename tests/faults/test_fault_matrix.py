@@ -70,11 +70,17 @@ def assert_reboots(c: Cell, expected: int) -> None:
 class Cell:
     node: AgentNode
     cluster: TestCluster
-    fake: FakeApiServer
+    fake: FakeApiServer | None  # None on a real cluster: the host faults only
     kind: str
     old: str
     old_doc: Obj
     sup: Supervisor
+
+    @property
+    def api(self) -> FakeApiServer:
+        """The fake API server, for the cells that inject faults into it (``fake_only``)."""
+        assert self.fake is not None, "an API fault needs the fake API server"
+        return self.fake
 
     def update(self, base: str = "rendered-worker-2", variant: int = 1) -> tuple[str, Obj]:
         return new_config(self.cluster, self.kind, base, variant)
@@ -86,9 +92,7 @@ def node_patch(node: str, marker: bytes) -> Callable[[str, str, bytes], bool]:
 
 
 @pytest.fixture
-def cell_for(
-    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
-) -> Iterator[Callable[[str], Cell]]:
+def cell_for(make_node: NodeFactory, kube_cluster: TestCluster) -> Iterator[Callable[[str], Cell]]:
     def make(kind: str) -> Cell:
         node = make_node(fake_systemd=True)  # faults are injected into the D-Bus test service
         node.base_env[RETRY_ENV] = "0.2"  # upstream's 10 s first delay, scaled down
@@ -108,7 +112,7 @@ def cell_for(
         node.start()
         node.wait_ready()
         node.wait_state("Done", name)
-        return Cell(node, kube_cluster, fake_api, kind, name, doc, Supervisor(node))
+        return Cell(node, kube_cluster, kube_cluster.fake, kind, name, doc, Supervisor(node))
 
     yield make
 
@@ -154,13 +158,14 @@ def test_sigkill_at_step(kind: str, point: str, cell_for: Callable[[str], Cell])
 
 
 @pytest.mark.parametrize("kind", kinds(KINDS, "reboot"))
+@pytest.mark.fake_only("restarts the API server mid-update (history compacted)")
 def test_api_server_restart_mid_update(kind: str, cell_for: Callable[[str], Cell]) -> None:
     """The API server goes away the moment the agent reports Working and comes back with a
     compacted history (every watch resumes into 410 Gone)."""
     started = time.monotonic()
     c = cell_for(kind)
     new, doc = c.update()
-    c.fake.when(node_patch(c.node.name, b'"Working"'), lambda: c.fake.restart(compact=True))
+    c.api.when(node_patch(c.node.name, b'"Working"'), lambda: c.api.restart(compact=True))
     c.node.set_desired(new)
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
@@ -179,7 +184,7 @@ def _change_during(c: Cell, fault: Callable[[], None], label: str) -> None:
         fault()
         c.node.set_desired(v3)
 
-    c.fake.when(node_patch(c.node.name, b'"Working"'), strike)
+    c.api.when(node_patch(c.node.name, b'"Working"'), strike)
     c.node.set_desired(v2)
     c.sup.done_on(v3)
     assert_exactly_on(c.node, doc3)
@@ -189,31 +194,34 @@ def _change_during(c: Cell, fault: Callable[[], None], label: str) -> None:
 
 
 @pytest.mark.parametrize("kind", kinds(KINDS, "rebootless"))
+@pytest.mark.fake_only("drops the agent's watch while desiredConfig changes")
 def test_watch_drop_with_desired_change(kind: str, cell_for: Callable[[str], Cell]) -> None:
     c = cell_for(kind)
-    _change_during(c, c.fake.drop_watches, "watch drop + desired change")
+    _change_during(c, c.api.drop_watches, "watch drop + desired change")
 
 
 @pytest.mark.parametrize("kind", kinds(KINDS, "os"))
+@pytest.mark.fake_only("answers the agent's watch with 410 Gone while desiredConfig changes")
 def test_410_gone_with_desired_change(kind: str, cell_for: Callable[[str], Cell]) -> None:
     c = cell_for(kind)
 
     def gone() -> None:
         watch = lambda m, p: m == "GET" and p.endswith("/nodes")  # noqa: E731
-        c.fake.fail_next(2, 410, watch, AGENT)
-        c.fake.drop_watches()
+        c.api.fail_next(2, 410, watch, AGENT)
+        c.api.drop_watches()
 
     _change_during(c, gone, "410 Gone + desired change")
 
 
 @pytest.mark.parametrize("kind", kinds(KINDS, "reboot"))
+@pytest.mark.fake_only("answers 10 of the agent's Node patches with 409 Conflict")
 def test_409_storm(kind: str, cell_for: Callable[[str], Cell]) -> None:
     """Ten Conflicts in a row on the agent's Node writes."""
     started = time.monotonic()
     c = cell_for(kind)
     new, doc = c.update()
     node_path = f"/api/v1/nodes/{c.node.name}"
-    c.fake.fail_next(10, 409, lambda m, p: m == "PATCH" and p == node_path, AGENT)
+    c.api.fail_next(10, 409, lambda m, p: m == "PATCH" and p == node_path, AGENT)
     c.node.set_desired(new)
     c.sup.done_on(new)
     assert_exactly_on(c.node, doc)
@@ -222,11 +230,12 @@ def test_409_storm(kind: str, cell_for: Callable[[str], Cell]) -> None:
 
 
 @pytest.mark.parametrize("kind", kinds(("reboot", "os"), "reboot"))
+@pytest.mark.fake_only("answers 3 of the agent's evictions with 500")
 def test_500s_on_eviction(kind: str, cell_for: Callable[[str], Cell]) -> None:
     started = time.monotonic()
     c = cell_for(kind)
     new, doc = c.update()
-    c.fake.fail_next(3, 500, lambda m, p: m == "POST" and p.endswith("/eviction"), AGENT)
+    c.api.fail_next(3, 500, lambda m, p: m == "POST" and p.endswith("/eviction"), AGENT)
     c.node.set_desired(new)
     c.sup.done_on(new)
     assert not c.cluster.pods_on(c.node.name) or "web-0" not in c.cluster.pods_on(c.node.name)

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
 
 from mcd.cli import cli
 from mcd.cluster.policies import (
-    MACHINECONFIGURATION,
     NO_RESOURCE,
     SOURCE,
     PoliciesNotReady,
@@ -20,14 +18,12 @@ from mcd.cluster.policies import (
 from mcd.model.disruption.policy import DEFAULT_POLICIES, restart
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry, mc_doc
+from tests.e2e.test_mcn_degraded import (
+    create_machine_configuration,
+    machine_configuration,  # noqa: F401 (fixture)
+)
 from tests.fakes.kubecluster import TestCluster
 from tests.unit.test_policy_status import USER, status_object
-
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("MCD_TEST_KUBECONFIG")),
-    reason="MachineConfiguration/cluster is a singleton; the fake API server only",
-)
-COLLECTION = MACHINECONFIGURATION.rsplit("/", 1)[0]
 
 
 def test_no_machineconfiguration_means_the_defaults(kube_cluster: TestCluster) -> None:
@@ -35,17 +31,22 @@ def test_no_machineconfiguration_means_the_defaults(kube_cluster: TestCluster) -
     assert policies.files == DEFAULT_POLICIES.files and policies.source == NO_RESOURCE
 
 
-def test_status_is_read_once_observed(kube_cluster: TestCluster) -> None:
-    obj = status_object(USER, generation=1, observed=1)
-    kube_cluster.create(COLLECTION, obj)
+def test_status_is_read_once_observed(
+    kube_cluster: TestCluster,
+    machine_configuration: None,  # noqa: F811
+) -> None:
+    create_machine_configuration(kube_cluster, status_object(USER, generation=1, observed=1))
     policies = cluster_policies(kube_cluster.kube)
     assert policies.source == SOURCE
     chrony = policies.closest_file_policy("/etc/chrony.conf")
     assert chrony is not None and chrony.actions == (restart("chronyd.service"),)
 
 
-def test_status_behind_the_spec_fails_after_the_poll(kube_cluster: TestCluster) -> None:
-    kube_cluster.create(COLLECTION, status_object(USER, generation=1, observed=0))
+def test_status_behind_the_spec_fails_after_the_poll(
+    kube_cluster: TestCluster,
+    machine_configuration: None,  # noqa: F811
+) -> None:
+    create_machine_configuration(kube_cluster, status_object(USER, generation=1, observed=0))
     naps: list[float] = []
     with pytest.raises(PoliciesNotReady) as e:
         cluster_policies(kube_cluster.kube, interval=5.0, timeout=0.0, sleep=naps.append)
@@ -54,8 +55,11 @@ def test_status_behind_the_spec_fails_after_the_poll(kube_cluster: TestCluster) 
     )
 
 
-def test_plan_from_cluster_uses_the_same_source(kube_cluster: TestCluster) -> None:
-    kube_cluster.create(COLLECTION, status_object(USER, generation=1, observed=1))
+def test_plan_from_cluster_uses_the_same_source(
+    kube_cluster: TestCluster,
+    machine_configuration: None,  # noqa: F811
+) -> None:
+    create_machine_configuration(kube_cluster, status_object(USER, generation=1, observed=1))
     old, new = kube_cluster.name("rendered-a"), kube_cluster.name("rendered-b")
     for name, text in ((old, "pool a\n"), (new, "pool b\n")):
         kube_cluster.create(

@@ -21,7 +21,10 @@ from mcd.model.errors import PolicyError
 from tests.unit.test_policy_status import CRD, USER, status_object
 
 KUBECONFIG = os.environ.get("MCD_TEST_KUBECONFIG", "")
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason="needs a real API server")
+pytestmark = [
+    pytest.mark.cluster,  # no kube_cluster: marked by hand for make test-real
+    pytest.mark.skipif(not KUBECONFIG, reason="needs a real API server"),
+]
 CRD_NAME = "machineconfigurations.operator.openshift.io"
 
 

@@ -59,7 +59,7 @@ def test_file_change_needing_reboot_reboots_the_real_node_and_completes_on_the_n
     assert node.annotations()[Annotation.POST_CONFIG_ACTION] == ""
     assert node.current_on_disk() == new
     assert node.container.unit_property("app.service", "UnitFileState") == "enabled"
-    assert node.events("Reboot")
+    node.wait_events("Reboot")
 
 
 def test_rebootless_reload_runs_the_reload_job_in_systemd(

@@ -83,7 +83,7 @@ def test_a_unit_that_fails_after_a_rebootless_update_rolls_it_back(
     # systemd runs crio again, on the old policy (restarted: a dead unit cannot reload)
     assert node.container.unit_property("crio.service", "ActiveState") == "active"
     assert node.path("/var/tmp/crio.log").read_text().count("start") == 2
-    events = node.events("HealthGateFailed")
-    assert events and "check units failed: crio.service is failed" in events[0]["message"]
+    events = node.wait_events("HealthGateFailed")
+    assert "check units failed: crio.service is failed" in events[0]["message"]
     assert 'mcd_health_gate_rollbacks_total{kind="rebootless"} 1.0' in node.metrics()
     assert node.container.exits == []  # no reboot
