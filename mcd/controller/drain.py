@@ -133,6 +133,11 @@ class DrainController:
         with self._lock:
             return {n: s.blocked for n, s in self._states.items() if s.blocked}
 
+    def busy(self) -> bool:
+        """An attempt is running."""
+        with self._lock:
+            return any(s.running for s in self._states.values())
+
     def shutdown(self) -> None:
         self.stop.set()
         self._workers.shutdown(wait=False, cancel_futures=True)
