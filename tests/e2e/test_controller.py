@@ -538,8 +538,9 @@ RBAC = REPO / "daemonset" / "05-controller-rbac.yaml"
 def test_controller_rbac_is_exactly_what_it_uses(
     kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
-    """Every request the controller makes while it renders, rolls out and reports (Lease,
-    informers, rendered config, pool spec and status, desiredConfig, Events) is allowed by
+    """Every request the controller makes while it renders, rolls out, drains and reports (Lease,
+    informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
+    evictions, lastAppliedDrain, Events) is allowed by
     daemonset/05-controller-rbac.yaml, and every rule there is used."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
@@ -575,6 +576,20 @@ def test_controller_rbac_is_exactly_what_it_uses(
             "updated",
             ctl.log,
         )
+        # the drain controller: an agent asks for a drain (a pod to evict), then an uncordon
+        cluster.pod(cluster.namespace("apps"), "web-0", names[0])
+        for request in (f"drain-{second}", f"uncordon-{second}"):
+            cluster.annotate(names[0], {Annotation.DESIRED_DRAIN: request})
+            wait(
+                lambda r=request: (  # type: ignore[misc]
+                    annotations_of(cluster.get_node(names[0])).get(Annotation.LAST_APPLIED_DRAIN)
+                    == r
+                ),
+                30,
+                f"{request} answered",
+                ctl.log,
+            )
+        assert cluster.pods_on(names[0]) == []
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
