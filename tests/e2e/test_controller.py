@@ -98,7 +98,7 @@ def start_pool_nodes(
     config: str,
     *extra_roles: str,
 ) -> list[AgentNode]:
-    nodes = [make_node(f"{role}-{i}") for i in range(count)]
+    nodes = [make_node(f"{role}-{i}", drain_mode="controller") for i in range(count)]
     for node in nodes:
         label_node(cluster, node.name, role, *extra_roles)
         boot_on_rendered(cluster, node, config)
@@ -329,7 +329,7 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
         first = rendered(cluster, "worker", ctl)
         nodes = []
         for i in range(3):
-            node = make_node(f"worker-{i}")
+            node = make_node(f"worker-{i}", drain_mode="controller")
             node.base_env[RETRY_ENV] = "0.01"
             label_node(cluster, node.name, "worker")
             boot_on_rendered(cluster, node, first)

@@ -47,6 +47,17 @@ class Setup:
         assert eventually(lambda: not self.drains.busy(), 60), "the attempt never ended"
         return self.drains.attempts - before
 
+    def budget_allows(self) -> bool:
+        """The budget's status counts its new spec and allows a disruption."""
+        got = self.cluster.kube.request(
+            "GET", f"/apis/policy/v1/namespaces/{self.ns}/poddisruptionbudgets/web-pdb"
+        )
+        status = got.get("status") or {}
+        return bool(
+            status.get("observedGeneration") == got["metadata"].get("generation")
+            and status.get("disruptionsAllowed", 0) >= 1
+        )
+
     def annotations(self) -> dict[str, str]:
         return annotations_of(self.cluster.get_node(self.node))
 
@@ -86,20 +97,26 @@ def test_a_budget_blocks_the_drain_on_upstreams_cadence_until_it_is_loosened(
     assert s.attempt() == 1
     assert s.unschedulable()
     assert Annotation.LAST_APPLIED_DRAIN not in s.annotations()
-    assert s.cluster.pods_on(node) == ["web-0"], "the pod no budget protects is gone"
+    # the pod no budget protects goes (on a real cluster its kubelet may take a moment)
+    assert eventually(lambda: s.cluster.pods_on(node) == ["web-0"], 60)
     why = (f"{ns}/web-0: blocked by PodDisruptionBudget {ns}/web-pdb: The disruption budget "
            "web-pdb needs 1 healthy pods and has 1 currently")  # fmt: skip
-    assert s.drains.blocked() == {node: why}
-    assert s.events() == [("Warning", "DrainBlocked", f"Drain blocked, retrying: {why}")]
+    assert why in s.drains.blocked()[node]
+    assert any(t == "Warning" and r == "DrainBlocked" and m.startswith("Drain blocked, retrying: ")
+               and why in m for t, r, m in s.events())  # fmt: skip
 
     assert s.attempt() == 0, "the next try waits a minute"
     s.clock.now += 59
     assert s.attempt() == 0
     s.clock.now += 1
     assert s.attempt() == 1
-    assert [r for _, r, _ in s.events()] == ["DrainBlocked"], "the same pods: no new Event"
+    assert s.drains.blocked() == {node: why}
+    told = len(s.events())
+    s.clock.now += 60
+    assert s.attempt() == 1
+    assert len(s.events()) == told, "the same pods: no new Event"
 
-    s.clock.now += 10 * 60  # failing for more than 10 minutes: every 5 minutes, with an Event
+    s.clock.now += 9 * 60  # failing for more than 10 minutes: every 5 minutes, with an Event
     assert s.attempt() == 1
     threshold = [m for _, r, m in s.events() if r == "DrainThresholdExceeded"]
     assert threshold == [
@@ -121,8 +138,12 @@ def test_a_budget_blocks_the_drain_on_upstreams_cadence_until_it_is_loosened(
     assert s.drain_err() == 1.0
 
     s.cluster.set_min_available(ns, "web-pdb", 0)  # the admin loosens the budget
-    s.clock.now += 5 * 60
-    assert s.attempt() == 1
+    assert eventually(s.budget_allows, 60)
+    for _ in range(20):  # one attempt on the fake; on a real cluster the pod may outlast one
+        s.clock.now += 5 * 60
+        assert s.attempt() == 1
+        if Annotation.LAST_APPLIED_DRAIN in s.annotations():
+            break
     assert s.annotations()[Annotation.LAST_APPLIED_DRAIN] == f"drain-{CONFIG}"
     assert eventually(lambda: s.cluster.pods_on(node) == [], 30)
     assert s.drains.blocked() == {}
