@@ -15,9 +15,11 @@ due, on a small pool of worker threads, one attempt per node at a time:
   past the pool's drain timeout).
 
 While pods hold a drain, the Node gets a Warning Event ``DrainBlocked`` naming each pod and
-its PodDisruptionBudget (again whenever that changes), and :meth:`blocked` feeds the pool's
-``DrainBlocked`` condition. Drain state lives in memory, as upstream's: a new leader begins
-the drains it finds (the agents' requests are still on the Nodes).
+its PodDisruptionBudget (again whenever that changes), its MachineConfigNode upstream's
+``Drained`` Unknown condition ("Error: Node Drain has not succeeded. Error is: ..."), and
+:meth:`blocked` feeds the pool's ``DrainBlocked`` condition. Drain state lives in memory, as
+upstream's: a new leader begins the drains it finds (the agents' requests are still on the
+Nodes).
 """
 
 from __future__ import annotations
@@ -249,6 +251,7 @@ class DrainController:
         if tell:
             self.writer.event(node, DRAIN_BLOCKED_EVENT, f"Drain blocked, retrying: {text}",
                               warning=True)  # fmt: skip
+            self.writer.drain_not_succeeded(self.latest(node["metadata"]["name"]) or node, text)
             self.wake()
 
 

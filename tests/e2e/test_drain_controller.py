@@ -1,8 +1,8 @@
 """``mcd controller`` drains for the agents (issue 28): a real ``mcd start --drain-mode
 controller`` agent asks by ``desiredDrain``; the controller, a real subprocess, cordons,
 evicts through a PodDisruptionBudget that first forbids it (the pool's ``DrainBlocked``
-condition, the pool's and the Node's Events name the pod and the budget; the node stays
-``Working``), then, once the budget is loosened, answers in ``lastAppliedDrain``; the agent
+condition, the pool's and the Node's Events and the node's MachineConfigNode ``Drained``
+condition name the pod and the budget; the node stays ``Working``), then, once the budget is loosened, answers in ``lastAppliedDrain``; the agent
 reboots into the new config and asks for the uncordon, which the controller answers too."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.e2e.controller_harness import (
     target,
     wait,
 )
-from tests.e2e.test_controller import BASE, _crds, rendered  # noqa: F401  (the CRD fixture)
+from tests.e2e.test_controller import BASE, MCN, _crds, rendered  # noqa: F401  (the CRD fixture)
 from tests.fakes.kubecluster import TestCluster
 
 
@@ -94,6 +94,16 @@ def test_the_controller_drains_for_the_agent_through_a_budget(
             assert any(t == "Warning" and r == "DrainBlocked" and blocked in m
                        for t, r, m in pool_events(cluster, "worker"))  # fmt: skip
             assert node.reboots_requested() == 0, "no reboot before the drain"
+            mcn = cluster.kube.request("GET", f"{MCN}/{node.name}")
+            drained = {c["type"]: c for c in mcn["status"]["conditions"]}["Drained"]
+            assert (drained["status"], drained["reason"]) == ("Unknown", "UpdateExecutedDrained")
+            assert drained["message"].startswith(
+                f"Error: Node Drain has not succeeded. Error is: {blocked}"
+            )
+            assert drained["message"].endswith(
+                f"The drain will not be complete until desired drainer drain-{second} matches "
+                f"current drainer uncordon-{first}"
+            )
 
             cluster.set_min_available(apps, "web-pdb", 0)  # the admin loosens the budget
             node.wait_state("Done", second, timeout=120)
