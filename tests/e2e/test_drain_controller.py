@@ -102,7 +102,7 @@ def test_the_controller_drains_for_the_agent_through_a_budget(
             )
             assert drained["message"].endswith(
                 f"The drain will not be complete until desired drainer drain-{second} matches "
-                f"current drainer uncordon-{first}"
+                f"current drainer {a.get(Annotation.LAST_APPLIED_DRAIN, '')}"
             )
 
             cluster.set_min_available(apps, "web-pdb", 0)  # the admin loosens the budget
