@@ -73,6 +73,7 @@ class DrainController:
         metrics: ControllerMetrics,
         latest: Callable[[str], Obj | None],
         wake: Callable[[], None] = lambda: None,
+        observe: Callable[[Obj], None] = lambda _node: None,
         cadence: Cadence | None = None,
         clock: Clock = time.monotonic,
         workers: int = 5,
@@ -82,6 +83,7 @@ class DrainController:
         self.metrics = metrics
         self.latest = latest
         self.wake = wake
+        self.observe = observe  # each Node written goes back into the cache at once
         self.cadence = cadence or Cadence()
         self.clock = clock
         self.stop = threading.Event()
@@ -160,7 +162,7 @@ class DrainController:
             verb = _verb(request)
             if verb == "uncordon":
                 log.info("node %s: uncordoning", name)
-                self.writer.set_unschedulable(name, False)
+                self.observe(self.writer.set_unschedulable(name, False))
             elif verb == "drain":
                 if not self._drain(node, state):
                     return
@@ -174,7 +176,7 @@ class DrainController:
                 retry_at = self.clock() + self.cadence.retry
                 return
             log.info("node %s: operation successful; applying completion annotation", name)
-            self.writer.answer(name, request)
+            self.observe(self.writer.answer(name, request))
             with self._lock:
                 state.blocked = ""
         except ApiError as e:
@@ -203,7 +205,7 @@ class DrainController:
             log.info("External actor has unexpectedly uncordoned node %s, cordoning again...", name)
         if state.began is None or not (node.get("spec") or {}).get("unschedulable"):
             log.info("node %s: cordoning", name)
-            self.writer.set_unschedulable(name, True)
+            self.observe(self.writer.set_unschedulable(name, True))
             state.began = self.clock()
         log.info("node %s: initiating drain", name)
         evictor = Evictor(self.kube, name, retry_interval=cadence.evict_retry)

@@ -71,7 +71,9 @@ class Controller:
         self.pools = Informer(self.kube, POOLS, self._changed)
         self.configs = Informer(self.kube, MACHINECONFIGS, self._changed)
         self.nodes = Informer(self.kube, NODES, self._changed)
-        self.drains = DrainController(self.kube, self.metrics, self.nodes.get, wake=self.wake.set)
+        self.drains = DrainController(
+            self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
+        )
         self.syncer = Syncer(
             self.writer,
             __version__,
