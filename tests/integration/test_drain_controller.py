@@ -200,3 +200,26 @@ def test_a_new_request_gives_up_the_running_attempt(setup: Setup) -> None:
         assert not s.unschedulable()
     finally:
         slow.shutdown()
+
+
+def test_a_new_leader_finishes_the_drain_the_old_one_left(setup: Setup) -> None:
+    """The leader stops mid-drain (its Lease lost, or SIGTERM): its attempt ends at once, and
+    the next leader, knowing nothing of it, takes the request from the Node and finishes."""
+    s, node, ns = setup, setup.node, setup.ns
+    old = DrainController(s.cluster.kube, s.metrics, s.cluster.get_node, clock=s.clock,
+                          cadence=Cadence(attempt=120, evict_retry=0.1), backoff=(0.05,))  # fmt: skip
+    s.cluster.annotate(node, {Annotation.DESIRED_DRAIN: f"drain-{CONFIG}"})
+    old.sync([s.cluster.get_node(node)], {})
+    assert eventually(lambda: bool(old.blocked()), 30)
+    old.shutdown()
+    assert eventually(lambda: not old.busy(), 30), "the old leader's attempt did not end"
+    assert Annotation.LAST_APPLIED_DRAIN not in s.annotations()
+    s.cluster.set_min_available(ns, "web-pdb", 0)
+    assert eventually(s.budget_allows, 60)
+    for _ in range(20):
+        s.clock.now += 60
+        assert s.attempt() == 1
+        if Annotation.LAST_APPLIED_DRAIN in s.annotations():
+            break
+    assert s.annotations()[Annotation.LAST_APPLIED_DRAIN] == f"drain-{CONFIG}"
+    assert s.unschedulable()
