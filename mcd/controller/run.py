@@ -3,7 +3,8 @@
 A replica first takes the Lease (``mcd-controller`` in its namespace); until it holds it
 it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
 one request per retry). The leader lists and watches Nodes, MachineConfigPools and
-MachineConfigs, and runs a pass over all pools whenever one of them changes (changes
+MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
+:mod:`mcd.controller.drain`) whenever one of them changes (changes
 arriving together are coalesced), at the latest every ``resync`` seconds, and when a
 maintenance window opens. It renews the Lease between passes; a leader that finds another
 holder, or cannot renew within two thirds of the Lease duration, stops with exit code 1 (as
@@ -29,9 +30,10 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.pools import NODES, POOLS, PoolWriter
+from mcd.controller.drain import DrainController
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import Snapshot, Syncer
+from mcd.controller.sync import Snapshot, Syncer, drain_timeouts
 from mcd.host.statusserver import StatusServer, parse_listen_address
 
 log = logging.getLogger(__name__)
@@ -84,12 +86,16 @@ class Controller:
         self.pools = Informer(self.kube, POOLS, self._changed)
         self.configs = Informer(self.kube, MACHINECONFIGS, self._changed)
         self.nodes = Informer(self.kube, NODES, self._changed)
+        self.drains = DrainController(
+            self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
+        )
         self.syncer = Syncer(
             self.writer,
             __version__,
             observe_config=self.configs.observe,
             observe_pool=self.pools.observe,
             observe_node=self.nodes.observe,
+            drain_blocked=self.drains.blocked,
         )
         self.leading = False
         self.last_tick = time.monotonic()
@@ -173,6 +179,7 @@ class Controller:
                     # client-go's renewDeadline: stop acting well before a standby may
                     # take the Lease (leaseDurationSeconds after the last renewal)
                     log.error("Lost lease %s (holder: %s); stopping", LEASE_NAME, self.lease.holder)
+                    self.drains.shutdown()
                     self.leading = False
                     self.metrics.leader.set(0)
                     return 1
@@ -196,6 +203,7 @@ class Controller:
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
         )
+        self.drains.sync(snap.nodes, drain_timeouts(snap.pools, snap.nodes))
         reports = self.syncer.sync_all(snap)
         self.metrics.syncs.inc()
         windows = []
@@ -208,6 +216,7 @@ class Controller:
         return min(windows, default=None)
 
     def _release(self) -> int:
+        self.drains.shutdown()
         self.lease.release()
         self.leading = False
         self.metrics.leader.set(0)

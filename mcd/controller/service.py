@@ -2,7 +2,7 @@
 (:mod:`mcd.host.statusserver`: ``/metrics``, ``/healthz``, ``/readyz``).
 
 Metric names follow upstream's machine-config-controller where it has one
-(``mcc_pool_alert``, ``mcc_os_image_url_override``); the rest are mcd's own
+(``mcc_pool_alert``, ``mcc_os_image_url_override``, ``mcc_drain_err``); the rest are mcd's own
 (``mcd_controller_*``).
 """
 
@@ -47,12 +47,26 @@ class ControllerMetrics:
             ["pool", "state"],
             registry=self.registry,
         )
+        self.drain_err = Gauge(
+            "mcc_drain_err",
+            "1 while a node's drain has been failing for longer than its pool's drain timeout",
+            ["node"],
+            registry=self.registry,
+        )
         self.os_image_override = Gauge(
             "mcc_os_image_url_override",
             "1 when a pool's rendered config sets its own osImageURL",
             ["pool"],
             registry=self.registry,
         )
+
+    def clear_drain_err(self, node: str) -> None:
+        """The node's drain completed: its series goes (as upstream's DeleteLabelValues)."""
+        try:
+            self.drain_err.remove(node)
+        except KeyError:
+            return
+        log.info("Cleaning up MCCDrain error for node(%s) as drain was completed", node)
 
     def pool_status(self, pool: str, status: dict[str, object]) -> None:
         for state in POOL_STATES:

@@ -21,6 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
+from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
@@ -86,6 +88,8 @@ class Syncer:
     observe_node: Callable[[Obj], None] = field(default=lambda _o: None)
     """Each written object goes back into the caches at once, so the next pass never
     counts a node it just targeted as still waiting (which could exceed maxUnavailable)."""
+    drain_blocked: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    """What holds each node's drain now (:meth:`mcd.controller.drain.DrainController.blocked`)."""
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
         reports = []
@@ -133,6 +137,7 @@ class Syncer:
                 window_error,
                 stamp,
             )
+        self._drain_conditions(pool, views, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
@@ -205,6 +210,32 @@ class Syncer:
             log.warning("Pool %s: %s", name, error)
         conditions = render_condition(pool, error, stamp)
         return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
+
+    def _drain_conditions(
+        self, pool: Obj, views: list[NodeView], conditions: list[Obj], stamp: str
+    ) -> None:
+        """``DrainTimeout`` while the pool sets one (False, naming the annotation, when it
+        cannot be used); ``DrainBlocked`` naming each node's blocking pods and budgets, once
+        a drain of the pool was blocked (False again when none is). A newly blocked drain is
+        also a Warning Event on the pool."""
+        annotations = (pool.get("metadata") or {}).get("annotations") or {}
+        settings = drain_settings(annotations)
+        if settings.set:
+            reason = "InvalidDrainTimeout" if settings.error else "DrainTimeoutSet"
+            set_condition(
+                conditions, DRAIN_TIMEOUT, not settings.error, reason, settings.describe(), stamp
+            )
+        else:
+            conditions[:] = [c for c in conditions if c.get("type") != DRAIN_TIMEOUT]
+        members = {v.name for v in views}
+        blocked = {n: why for n, why in self.drain_blocked().items() if n in members}
+        before = condition(conditions, DRAIN_BLOCKED)
+        if not blocked and before is None:
+            return
+        status, reason, message = blocked_condition(blocked)
+        set_condition(conditions, DRAIN_BLOCKED, status, reason, message, stamp)
+        if status and (before is None or before.get("message") != message):
+            self.writer.event(pool, DRAIN_BLOCKED, message, warning=True)
 
     def _window(self, pool: Obj, now: datetime) -> tuple[WindowState | None, str]:
         text = ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
@@ -301,6 +332,20 @@ class Syncer:
                 f"Set target for {len(rollout.targets)} nodes to MachineConfig: {target}",
             )
         return rollout
+
+
+def drain_timeouts(pools: list[Obj], nodes: list[Obj]) -> dict[str, float]:
+    """Each pool member's drain timeout (its primary pool's ``drain-timeout``)."""
+    out: dict[str, float] = {}
+    for pool in pools:
+        annotations = (pool.get("metadata") or {}).get("annotations") or {}
+        timeout = drain_settings(annotations).timeout
+        try:
+            members = nodes_for_pool(pool, pools, nodes)
+        except SelectorError:
+            continue
+        out.update({name_of(n): timeout for n in members})
+    return out
 
 
 def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:

@@ -56,6 +56,7 @@ from tests.fakes.kubecluster import TestCluster
 
 CRDS = ("01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MCN = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes"
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +99,7 @@ def start_pool_nodes(
     config: str,
     *extra_roles: str,
 ) -> list[AgentNode]:
-    nodes = [make_node(f"{role}-{i}") for i in range(count)]
+    nodes = [make_node(f"{role}-{i}", drain_mode="controller") for i in range(count)]
     for node in nodes:
         label_node(cluster, node.name, role, *extra_roles)
         boot_on_rendered(cluster, node, config)
@@ -329,7 +330,7 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
         first = rendered(cluster, "worker", ctl)
         nodes = []
         for i in range(3):
-            node = make_node(f"worker-{i}")
+            node = make_node(f"worker-{i}", drain_mode="controller")
             node.base_env[RETRY_ENV] = "0.01"
             label_node(cluster, node.name, "worker")
             boot_on_rendered(cluster, node, first)
@@ -539,8 +540,9 @@ RBAC = REPO / "daemonset" / "05-controller-rbac.yaml"
 def test_controller_rbac_is_exactly_what_it_uses(
     kube_cluster: TestCluster, fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
-    """Every request the controller makes while it renders, rolls out and reports (Lease,
-    informers, rendered config, pool spec and status, desiredConfig, Events) is allowed by
+    """Every request the controller makes while it renders, rolls out, drains and reports (Lease,
+    informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
+    evictions, the MachineConfigNode of a blocked drain, lastAppliedDrain, Events) is allowed by
     daemonset/05-controller-rbac.yaml, and every rule there is used."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
@@ -576,6 +578,39 @@ def test_controller_rbac_is_exactly_what_it_uses(
             "updated",
             ctl.log,
         )
+        # the drain controller: an agent asks for a drain (a pod a budget holds: the node's
+        # MachineConfigNode says so), the budget is loosened, then the agent asks an uncordon
+        apps = cluster.namespace("apps")
+        cluster.create(MCN, {"apiVersion": "machineconfiguration.openshift.io/v1",
+                             "kind": "MachineConfigNode", "metadata": {"name": names[0]},
+                             "spec": {"node": {"name": names[0]}, "pool": {"name": "worker"},
+                                      "configVersion": {"desired": second}}})  # fmt: skip
+        cluster.pod(apps, "web-0", names[0], {"app": "web"})
+        cluster.pdb(apps, "web-pdb", {"app": "web"}, 1)
+        wait(lambda: cluster.budget_in_force(apps, "web-pdb"), 30, "budget in force")
+        cluster.annotate(names[0], {Annotation.DESIRED_DRAIN: f"drain-{second}"})
+
+        def drained_condition() -> dict[str, object]:
+            mcn = cluster.kube.request("GET", f"{MCN}/{names[0]}")
+            found = [c for c in (mcn.get("status") or {}).get("conditions") or []
+                     if c["type"] == "Drained"]  # fmt: skip
+            return found[0] if found else {}
+
+        wait(lambda: drained_condition().get("status") == "Unknown", 30, "MCN Drained", ctl.log)
+        assert "blocked by PodDisruptionBudget" in str(drained_condition()["message"])
+        cluster.set_min_available(apps, "web-pdb", 0)
+        for request in (f"drain-{second}", f"uncordon-{second}"):
+            cluster.annotate(names[0], {Annotation.DESIRED_DRAIN: request})
+            wait(
+                lambda r=request: (  # type: ignore[misc]
+                    annotations_of(cluster.get_node(names[0])).get(Annotation.LAST_APPLIED_DRAIN)
+                    == r
+                ),
+                30,
+                f"{request} answered",
+                ctl.log,
+            )
+        assert cluster.pods_on(names[0]) == []
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]

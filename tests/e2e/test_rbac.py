@@ -1,6 +1,8 @@
-"""The ClusterRole in ``daemonset/02-rbac.yaml`` is exactly what ``mcd start`` uses: every request
-the agent makes in the e2e scenarios (both drain modes) is recorded by the API server and
-compared with the rules, both ways (issue 7)."""
+"""The ClusterRole in ``daemonset/02-rbac.yaml`` is exactly what ``mcd start`` uses with
+``--drain-mode controller`` (the DaemonSet's default): every request the agent makes in the e2e
+scenarios is recorded by the API server and compared with the rules, both ways (issue 7); the
+agent reads no pod and evicts nothing (issue 28). ``--drain-mode self`` needs exactly what
+``daemonset/optional/self-drain-rbac.yaml`` adds: pods listed and read, evictions."""
 
 from __future__ import annotations
 
@@ -21,14 +23,15 @@ from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
 RBAC = Path(__file__).resolve().parents[2] / "daemonset" / "02-rbac.yaml"
+SELF_DRAIN_RBAC = RBAC.parent / "optional" / "self-drain-rbac.yaml"
 Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 
-def granted() -> set[Permission]:
+def granted(path: Path = RBAC) -> set[Permission]:
     """The ClusterRole's rules and the namespaced Role's (the Lease, in the agent's namespace)."""
     roles = [
         d
-        for d in yaml.safe_load_all(RBAC.read_text())
+        for d in yaml.safe_load_all(path.read_text())
         if d and d["kind"] in ("ClusterRole", "Role")
     ]
     return {(g, r, v) for role in roles for rule in role["rules"] for g in rule["apiGroups"]
@@ -56,22 +59,7 @@ def used(fake: FakeApiServer) -> set[Permission]:
 def test_cluster_role_covers_exactly_what_the_agent_does(
     make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
 ) -> None:
-    # self drain: boot, a missing MachineConfig, a drain of a real pod, a reboot, drift
-    node = make_node()
-    boot_on(node, kube_cluster)
-    ns = kube_cluster.namespace()
-    kube_cluster.pod(ns, "web-0", node.name)
-    new = kube_cluster.name("rendered-worker-2")
-    node.set_desired(new)
-    node.wait_state("Degraded")
-    create_config(kube_cluster, worker(new, app="threads=8\n"))
-    node.wait_reboot()
-    node.reboot()
-    node.wait_state("Done", new)
-    node.path("/etc/app/app.conf").write_text("drifted\n")
-    node.wait_state("Degraded")
-
-    # controller drain: the test plays the drain controller, echoing desiredDrain
+    # controller drain (the default): the test plays the drain controller, echoing desiredDrain
     other = make_node("ctl", drain_mode="controller")
     stop = threading.Event()
 
@@ -86,6 +74,7 @@ def test_cluster_role_covers_exactly_what_the_agent_does(
     echo.start()
     try:
         boot_on(other, kube_cluster, "rendered-ctl-1")
+        kube_cluster.pod(kube_cluster.namespace("ctl"), "web-1", other.name)
         target = kube_cluster.name("rendered-ctl-2")
         create_config(kube_cluster, worker(target, app="threads=8\n"))
         other.set_desired(target)
@@ -99,7 +88,31 @@ def test_cluster_role_covers_exactly_what_the_agent_does(
     finally:
         stop.set()
         echo.join(5)
+    by_controller_mode = used(fake_api)
+    fake_api.reset_log()
 
-    recorded = used(fake_api)
-    assert recorded - granted() == set(), "the agent made requests the ClusterRole does not allow"
-    assert granted() - recorded == set(), "the ClusterRole allows requests the agent never makes"
+    # self drain (opt-in): boot, a missing MachineConfig, a drain of a real pod, a reboot, drift
+    node = make_node()
+    boot_on(node, kube_cluster)
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "web-0", node.name)
+    new = kube_cluster.name("rendered-worker-2")
+    node.set_desired(new)
+    node.wait_state("Degraded")
+    create_config(kube_cluster, worker(new, app="threads=8\n"))
+    node.wait_reboot()
+    node.reboot()
+    node.wait_state("Done", new)
+    node.path("/etc/app/app.conf").write_text("drifted\n")
+    node.wait_state("Degraded")
+    by_self_mode = used(fake_api)
+
+    pods = {p for p in by_controller_mode | by_self_mode if p[1].startswith("pods")}
+    assert by_controller_mode - granted() == set(), "the default mode needs more than 02-rbac"
+    assert not {p for p in by_controller_mode if p[1].startswith("pods")}, "it touched pods"
+    assert pods == granted(SELF_DRAIN_RBAC), "self-drain's role is exactly what it adds"
+    recorded = by_controller_mode | by_self_mode
+    everything = granted() | granted(SELF_DRAIN_RBAC)
+    assert recorded - everything == set(), "the agent made requests no role allows"
+    assert everything - recorded == set(), "the roles allow requests the agent never makes"
+    assert not granted() & granted(SELF_DRAIN_RBAC)

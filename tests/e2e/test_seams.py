@@ -25,7 +25,7 @@ from tests.e2e.test_service_ca import (
 )
 from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_certificates import CA_A, CA_B, b64
+from tests.integration.test_certificates import CA_A, CA_B, b64, controller_config
 from tests.unit.test_policy_status import status_object
 
 

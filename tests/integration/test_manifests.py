@@ -48,6 +48,13 @@ def test_kubectl_apply_of_every_manifest(kube_cluster: TestCluster, tmp_path: Pa
     assert got.stdout.strip() == "daemonset.apps/mcd"
 
 
+def test_the_daemonset_asks_the_controller_to_drain() -> None:
+    """The agents evict nothing by default: the controller drains (issue 28)."""
+    ds = next(d for d in documents() if d["kind"] == "DaemonSet")
+    (container,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "--drain-mode=controller" in container["args"]
+
+
 def test_daemonset_runs_privileged_on_every_node_with_probes() -> None:
     ds = next(d for d in documents() if d["kind"] == "DaemonSet")
     pod = ds["spec"]["template"]["spec"]
@@ -71,6 +78,7 @@ def test_daemonset_runs_privileged_on_every_node_with_probes() -> None:
 
 
 OPENSHIFT = MANIFESTS / "openshift"
+OPTIONAL = MANIFESTS / "optional"
 MCO_NS = "openshift-machine-config-operator"  # where OpenShift keeps kubeconfig-data
 
 
@@ -115,14 +123,19 @@ def test_openshift_set_grants_the_security_context_constraints_the_pods_need() -
 def test_both_sets_are_accepted_by_the_api_server(
     kube_cluster: TestCluster, tmp_path: Path
 ) -> None:
-    """Plain Kubernetes: ``-f daemonset/``; OpenShift: ``-f daemonset/ -f daemonset/openshift/``.
-    On a real cluster, a server-side dry run of each (the namespace made for it when missing)."""
-    sets = [("-f", str(MANIFESTS)), ("-f", str(MANIFESTS), "-f", str(OPENSHIFT))]
+    """Plain Kubernetes: ``-f daemonset/``; OpenShift: ``-f daemonset/ -f daemonset/openshift/``;
+    opt-in self-drain: ``-f daemonset/ -f daemonset/optional/``. On a real cluster, a
+    server-side dry run of each (the namespace made for it when missing)."""
+    sets = [("-f", str(MANIFESTS)), ("-f", str(MANIFESTS), "-f", str(OPENSHIFT)),
+            ("-f", str(MANIFESTS), "-f", str(OPTIONAL))]  # fmt: skip
+    outputs: list[str] = []
     if kube_cluster.fake is not None:
         for files in sets:
             applied = kubectl(kube_cluster, tmp_path, "apply", "--validate=false", *files)
             assert applied.returncode == 0, applied.stderr
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in applied.stdout
+            outputs.append(applied.stdout)
+        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in outputs[1]
+        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-self-drain" in outputs[2]
         return
     with namespace_for_dry_run(kube_cluster), namespace_for_dry_run(kube_cluster, MCO_NS):
         for files in sets:
@@ -132,7 +145,9 @@ def test_both_sets_are_accepted_by_the_api_server(
                 "daemonset.apps/mcd configured (server dry run)" in dry.stdout
                 or "daemonset.apps/mcd unchanged (server dry run)" in dry.stdout
             )
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in dry.stdout
+            outputs.append(dry.stdout)
+        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in outputs[1]
+        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-self-drain" in outputs[2]
 
 
 @contextlib.contextmanager

@@ -4,10 +4,14 @@ the role grants is allowed to that identity, and what it does not grant is refus
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
 import yaml
 
-from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from tests.e2e.test_rbac import RBAC, granted
 from tests.fakes.kubecluster import TestCluster
 
@@ -67,3 +71,79 @@ def test_the_shipped_cluster_role_is_what_the_real_authorizer_enforces(agent: Ku
     with pytest.raises(ApiError) as refused:
         agent.request("GET", "/api/v1/namespaces/default/secrets")
     assert refused.value.status == 403
+
+
+CONTROLLER_RBAC = RBAC.parent / "05-controller-rbac.yaml"
+SELF_DRAIN_RBAC = RBAC.parent / "optional" / "self-drain-rbac.yaml"
+EVICT = ("", "pods/eviction", "create")
+PODS = [("", "pods", "list"), ("", "pods", "get")]
+
+
+def role_rules(path: Path) -> list[Obj]:
+    (role,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole"]
+    return list(role["rules"])
+
+
+@pytest.fixture
+def probe(kube_cluster: TestCluster) -> Iterator[Callable[[Path], Callable[..., bool]]]:
+    """A ServiceAccount bound to one shipped ClusterRole only (a copy under a test name), and a
+    question to the real authorizer (SubjectAccessReview) about what it may do."""
+    if kube_cluster.fake is not None:
+        pytest.skip("real RBAC needs a real cluster (MCD_TEST_KUBECONFIG)")
+    admin, made = kube_cluster.kube, []
+    ns = kube_cluster.namespace("rbac")
+
+    def bound(path: Path) -> Callable[..., bool]:
+        name = kube_cluster.name(f"probe-{path.stem}")
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": name}, "rules": role_rules(path)}  # fmt: skip
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": name},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                               "name": name},
+                   "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]}  # fmt: skip
+        admin.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                      body={"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": name}})  # fmt: skip
+        for kind, doc in (("clusterroles", role), ("clusterrolebindings", binding)):
+            admin.request("POST", f"/apis/rbac.authorization.k8s.io/v1/{kind}", body=doc)
+            made.append(f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")
+
+        def allowed(group: str, resource: str, verb: str, namespace: str = "default") -> bool:
+            res, _, sub = resource.partition("/")
+            review = admin.request(
+                "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
+                    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                    "spec": {"user": f"system:serviceaccount:{ns}:{name}",
+                             "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}",
+                                        "system:authenticated"],
+                             "resourceAttributes": {"group": group, "resource": res,
+                                                    "subresource": sub, "verb": verb,
+                                                    "namespace": namespace}}})  # fmt: skip
+            return bool(review["status"].get("allowed"))
+
+        return allowed
+
+    try:
+        yield bound
+    finally:
+        for path in reversed(made):
+            with contextlib.suppress(ApiError):
+                admin.request("DELETE", path)
+
+
+def test_the_agents_role_evicts_nothing_the_controllers_and_self_drains_do(
+    probe: Callable[[Path], Callable[..., bool]],
+) -> None:
+    """Issue 28: one node's agent token could evict any pod. Now the agents' ClusterRole grants
+    no eviction and no pod read, on the real authorizer; the controller's role and the opt-in
+    self-drain role do."""
+    agent = probe(RBAC)
+    for group, resource, verb in [EVICT, *PODS]:
+        assert not agent(group, resource, verb), f"the agent may {verb} {resource}"
+        assert not agent(group, resource, verb, "kube-system")
+    assert agent("", "nodes", "patch", ""), "the probe is bound"
+    for path in (CONTROLLER_RBAC, SELF_DRAIN_RBAC):
+        role = probe(path)
+        for group, resource, verb in [EVICT, *PODS]:
+            assert role(group, resource, verb), f"{path.name}: {verb} {resource} refused"

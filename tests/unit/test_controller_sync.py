@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from mcd.controller.sync import Snapshot, Syncer
+from mcd.controller.sync import Snapshot, Syncer, drain_timeouts
 from mcd.model.pool.render import ROLE_LABEL, render
 from mcd.model.pool.rollout import condition
 from mcd.model.pool.windows import WINDOW_ANNOTATION
@@ -194,3 +194,63 @@ def test_nodes_waiting_for_the_target_carry_upstreams_update_taint() -> None:
     w, _ = sync(p, configs, nodes)
     assert w.of("taints") == [("n0", []), ("n2", [{"key": "dedicated", "value": "db",
                                                    "effect": "NoSchedule"}, taint])]  # fmt: skip
+
+
+def test_a_blocked_drain_and_the_drain_timeout_are_the_pools_conditions() -> None:
+    """What the drain controller says holds each node goes into ``DrainBlocked`` (only the
+    pool's own nodes), with a Warning Event when it starts or changes; ``DrainTimeout`` shows
+    the pool's setting, or names the annotation when it cannot be used; both go away or turn
+    False when there is nothing to say."""
+    good = render("worker", [mc("00-worker")])
+    configs, nodes = [mc("00-worker")], [node("n1", good.name), node("n2", good.name)]
+    why = "apps/web-0: blocked by PodDisruptionBudget apps/web-pdb: The disruption budget ..."
+    blocked = {"n1": why, "elsewhere": "x/y: blocked"}
+    p = pool(configuration={"name": good.name})
+    p["metadata"]["annotations"] = {"mcd-project.github.io/drain-timeout": "2 hours"}
+    writer = Writer()
+    writer.pools["worker"] = p
+    syncer = Syncer(writer, "0.1.0", clock=lambda: NOW, drain_blocked=lambda: blocked)  # type: ignore[arg-type]
+    status = syncer.sync_pool(p, Snapshot([p], {"00-worker": configs[0]}, nodes)).status
+    drain = condition(status["conditions"], "DrainBlocked")
+    assert drain is not None and (drain["status"], drain["reason"]) == ("True", "EvictionBlocked")
+    assert drain["message"] == f"1 node(s) cannot be drained: node n1: {why}"
+    assert ("DrainBlocked", drain["message"]) in writer.of("event")
+    timeout = condition(status["conditions"], "DrainTimeout")
+    assert timeout is not None
+    assert (timeout["status"], timeout["reason"]) == ("False", "InvalidDrainTimeout")
+    assert timeout["message"] == (
+        "annotation mcd-project.github.io/drain-timeout: expected a duration such as 90m, 2h "
+        "or 1h30m, got '2 hours'; the default 1h0m0s applies"
+    )
+
+    # the next pass: nothing blocks any more, the annotation is gone
+    p = {**p, "status": status, "metadata": {**p["metadata"], "annotations": {}}}
+    writer.pools["worker"] = p
+    blocked.clear()
+    writer.calls.clear()
+    status = syncer.sync_pool(p, Snapshot([p], {"00-worker": configs[0]}, nodes)).status
+    drain = condition(status["conditions"], "DrainBlocked")
+    assert drain is not None and (drain["status"], drain["message"]) == (
+        "False", "no drain is blocked")  # fmt: skip
+    assert condition(status["conditions"], "DrainTimeout") is None
+    assert not [e for e in writer.of("event") if e[0] == "DrainBlocked"]
+
+
+def test_a_pool_that_never_had_a_blocked_drain_has_no_such_condition() -> None:
+    good = render("worker", [mc("00-worker")])
+    _, status = sync(pool(configuration={"name": good.name}), [mc("00-worker")],
+                     [node("n1", good.name)])  # fmt: skip
+    assert condition(status["conditions"], "DrainBlocked") is None
+    assert condition(status["conditions"], "DrainTimeout") is None
+
+
+def test_each_node_gets_its_primary_pools_drain_timeout() -> None:
+    worker = pool()
+    worker["metadata"]["annotations"] = {"mcd-project.github.io/drain-timeout": "90m"}
+    infra = pool()
+    infra["metadata"] = {"name": "infra", "annotations": {}}
+    infra["spec"] = {**infra["spec"],
+                     "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}}}  # fmt: skip
+    n1, n2 = node("n1", "c"), node("n2", "c")
+    n2["metadata"]["labels"]["node-role.kubernetes.io/infra"] = ""
+    assert drain_timeouts([worker, infra], [n1, n2]) == {"n1": 5400.0, "n2": 3600.0}

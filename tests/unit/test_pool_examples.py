@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import yaml
 
+from mcd.model.drain.settings import drain_settings
 from mcd.model.pool.pools import labels_of, max_unavailable, selector_matches
 from mcd.model.pool.render import render
 from mcd.model.pool.windows import WINDOW_ANNOTATION, parse_window, window_state
@@ -41,3 +42,8 @@ def test_the_quick_start_renders_for_both_pools() -> None:
     state = window_state(window, monday, ZoneInfo(window.time_zone))
     assert not state.open
     assert state.opens_at is not None and state.opens_at.isoformat() == "2026-11-28T01:00:00+01:00"
+
+
+def test_the_worker_pools_drain_timeout() -> None:
+    settings = drain_settings(load("worker.yaml")["metadata"]["annotations"])
+    assert (settings.timeout, settings.error) == (7200.0, "")
