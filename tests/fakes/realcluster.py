@@ -34,8 +34,10 @@ from tests.real.cache import cache_dir, locked
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = [
     "00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml",
-    "08-machineconfignode-crd.yaml",
+    "optional/self-drain-rbac.yaml", "08-machineconfignode-crd.yaml",
 ]  # fmt: skip
+"""What a session installs; the e2e agents drain by themselves (``--drain-mode self``, the
+harness's default) with the opt-in self-drain role, as an admin who chose that mode would."""
 CRDS = {
     "machineconfigs.machineconfiguration.openshift.io": "machineconfigs",
     "machineconfignodes.machineconfiguration.openshift.io": "machineconfignodes",

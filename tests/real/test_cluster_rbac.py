@@ -79,8 +79,13 @@ EVICT = ("", "pods/eviction", "create")
 PODS = [("", "pods", "list"), ("", "pods", "get")]
 
 
+SCRAPERS_ROLE = "mcd-metrics-reader"  # in 05-controller-rbac.yaml, for Prometheus, not mcd
+
+
 def role_rules(path: Path) -> list[Obj]:
-    (role,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole"]
+    """The rules of the ClusterRole a file grants to mcd's own ServiceAccount."""
+    (role,) = [d for d in yaml.safe_load_all(path.read_text())
+               if d and d["kind"] == "ClusterRole" and d["metadata"]["name"] != SCRAPERS_ROLE]  # fmt: skip
     return list(role["rules"])
 
 
