@@ -37,7 +37,7 @@ unit:
 # Lease) are never shared, and stops them by their pids at its end. Tests only the fake API
 # server can do (fault injection, its request log) are skipped, each with its reason (-ra).
 REALCLUSTER ?= ../shared/realcluster
-REAL_WORKERS ?= 6
+REAL_WORKERS ?= 4
 test-real:
 	MCD_TEST_REAL_CLUSTERS=1 MCD_TEST_REALCLUSTER_KIT=$(REALCLUSTER) MCD_TEST_KUBECONFIG= KUBECONFIG= \
 		$(BIN)/pytest -n $(REAL_WORKERS) --dist loadgroup -m cluster

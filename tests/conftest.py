@@ -18,6 +18,7 @@ from tests.fakes.realcluster import (
     RealClusterSession,
     ThrowAwayCluster,
     ensure_binaries,
+    inotify_instances,
     kit_dir,
     kit_missing,
 )
@@ -153,6 +154,16 @@ def _start_own_cluster(config: pytest.Config, workers: object) -> None:
     config.stash[_CLUSTER] = cluster
     os.environ["MCD_TEST_KUBECONFIG"] = str(cluster.kubeconfig)
     os.environ.setdefault("MCD_TEST_FAKE_KUBELET", str(kit_dir() / "fake-kubelet.py"))
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not os.environ.get(REAL_CLUSTERS_ENV):
+        return None
+    used, limit = inotify_instances()
+    return (
+        f"real clusters: one per worker from {kit_dir()}; inotify instances in use {used} of "
+        f"{limit} (a cluster takes 5, a systemd container about 10: concurrent runs share them)"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -308,3 +308,26 @@ class ThrowAwayCluster:
             self._watchdog = None
         if result.returncode != 0 and self.kas_dir.exists():
             raise RuntimeError(f"stop.sh {self.kas_dir}: {result.stderr}")
+
+
+def inotify_instances() -> tuple[int, int]:
+    """Inotify instances this user holds (every process of the user: other test runs too)
+    and the limit (``fs.inotify.max_user_instances``). Each cluster takes 5 (its
+    certificate watches), each real systemd container about 10, each agent 2; at the limit an
+    agent's drift monitor or journal reader fails with EMFILE ("Too many open files")."""
+    used = 0
+    uid = os.getuid()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if proc.stat().st_uid != uid:
+                continue
+            for fd in (proc / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) == "anon_inode:inotify":
+                        used += 1
+        except OSError:
+            continue
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    return used, limit
