@@ -140,3 +140,22 @@ def test_an_unreconcilable_plan_in_json_has_the_reason_and_no_actions() -> None:
     assert str(doc["reason"]).endswith("ignition disks section contains changes")
     assert (doc["actions"], doc["decisions"], doc["drain"], doc["reboot"]) == ([], [], False, False)
     assert doc["cost"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("new", "said"),
+    [
+        ({"osImageURL": "quay.io/rhcos@sha256:" + "2" * 64}, "Upgrading OS"),
+        ({"extensions": ["usbguard"]}, "Installing extensions"),
+        ({"kernelType": "realtime"}, "Changing kernel type"),
+        ({"kernelArguments": ["nosmt"]}, "Changing kernel arguments"),
+        ({"osImageURL": "quay.io/rhcos@sha256:" + "2" * 64, "extensions": ["usbguard"],
+          "kernelType": "realtime", "kernelArguments": ["nosmt"]},
+         "Upgrading OS; Installing extensions; Changing kernel type; Changing kernel arguments"),
+        ({}, ""),
+    ],
+)  # fmt: skip
+def test_the_os_step_is_described_in_upstreams_order(new: dict[str, Any], said: str) -> None:
+    old = mc("a", osImageURL="quay.io/rhcos@sha256:" + "1" * 64)
+    spec = {"osImageURL": "quay.io/rhcos@sha256:" + "1" * 64, **new}
+    assert make_plan(old, mc("b", **spec)).diff.os_changes_string() == said
