@@ -201,6 +201,15 @@ CASES = [
                    "rendered-worker-1); refusing to replace it", "recover-current-readable"),
     Case("recover", lambda e: ["--root", str(e.tmp), "--current", e.missing], 1,
          lambda e: f"error: {e.missing}: No such file or directory", "recover-current-missing"),
+    # server, join-token, join
+    Case("server", lambda e: ["--kubeconfig", e.missing], 1,
+         lambda e: "error: the secure port needs --cert and --key (or --secure-port 0)",
+         "server-no-certificate"),
+    Case("join-token", lambda e: ["create", "n1", "--pool", "worker"], 64,
+         lambda e: "Usage: mcd join-token create [OPTIONS] NODE", "join-token-no-server"),
+    Case("join", lambda e: ["--server", "https://127.0.0.1:1", "--token", "t",
+                            "--root", str(e.tmp)], 64,
+         lambda e: "Usage: mcd join [OPTIONS]", "join-no-pool"),
     # start
     Case("start", lambda e: ["--kubeconfig", e.missing], 64,
          lambda e: "Usage: mcd start [OPTIONS]", "start-no-node-name"),

@@ -1,0 +1,1 @@
+"""Developer scripts (run from the repository root)."""
