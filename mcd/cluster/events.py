@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from mcd.cluster.api import ApiError, Kube
+from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.model.text import printable
 
 log = logging.getLogger(__name__)
@@ -141,34 +141,46 @@ class EventRecorder:
                 self._queue.task_done()
 
     def _send(self, reason: Reason, message: str) -> bool:
-        event_type = EventType.WARNING if reason in WARNINGS else EventType.NORMAL
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{self.node_name}.{time.time_ns():x}",
-                "namespace": self.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "name": self.node_name,
-                "uid": self.node_uid,
-            },
-            "reason": str(reason),
-            "message": message,
-            "type": str(event_type),
-            "source": {"component": SOURCE_COMPONENT, "host": self.node_name},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": SOURCE_COMPONENT,
-            "reportingInstance": self.node_name,
-        }
+        involved = {"apiVersion": "v1", "kind": "Node", "name": self.node_name,
+                    "uid": self.node_uid}  # fmt: skip
+        body = event_body(involved, str(reason), message, reason in WARNINGS,
+                          self.namespace, SOURCE_COMPONENT, host=self.node_name)  # fmt: skip
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{self.namespace}/events", body=body)
         except ApiError as e:
             log.warning("Could not record event %s on node %s: %s", reason, self.node_name, e)
             return False
         return True
+
+
+def event_body(
+    involved: Obj,
+    reason: str,
+    message: str,
+    warning: bool,
+    namespace: str,
+    component: str,
+    host: str = "",
+) -> Obj:
+    """A ``v1`` Event about ``involved`` (its apiVersion, kind, name and uid), as the
+    upstream daemon and controllers record them: one occurrence, stamped now."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    source = {"component": component, **({"host": host} if host else {})}
+    body: Obj = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{involved.get('name', '')}.{time.time_ns():x}",
+                     "namespace": namespace},
+        "involvedObject": involved,
+        "reason": reason,
+        "message": message,
+        "type": str(EventType.WARNING if warning else EventType.NORMAL),
+        "source": source,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "reportingComponent": component,
+    }  # fmt: skip
+    if host:
+        body["reportingInstance"] = host
+    return body

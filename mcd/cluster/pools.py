@@ -7,12 +7,11 @@ do: ``spec.configuration`` through the object, everything else through ``/status
 from __future__ import annotations
 
 import logging
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.events import event_body
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -84,29 +83,15 @@ class PoolWriter:
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
         """An Event on the pool (upstream's reasons); a failure is only logged."""
         meta = pool.get("metadata") or {}
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta.get('name')}.{time.time_ns():x}",
-                "namespace": self.event_namespace,
-            },
-            "involvedObject": {
-                "apiVersion": "machineconfiguration.openshift.io/v1",
-                "kind": "MachineConfigPool",
-                "name": meta.get("name", ""),
-                "uid": meta.get("uid", ""),
-            },
-            "reason": reason,
-            "message": message,
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": SOURCE_COMPONENT},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": SOURCE_COMPONENT,
+        involved = {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
         }
+        body = event_body(
+            involved, reason, message, warning, self.event_namespace, SOURCE_COMPONENT
+        )
         self.writes += 1
         try:
             self.kube.request(

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
+from mcd.cluster.events import event_body
 from mcd.cluster.mcn import COLLECTION as MCN_COLLECTION
 from mcd.cluster.node import annotations_of, node_path
 from mcd.model.node import mcn as m
@@ -78,22 +78,8 @@ class DrainNodeWriter:
         """An Event about the Node; a failure is only logged."""
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": EVENT_NAMESPACE},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": name,
-                               "uid": meta.get("uid", "")},
-            "reason": reason,
-            "message": message,
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": SOURCE_COMPONENT},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": SOURCE_COMPONENT,
-        }  # fmt: skip
+        involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta.get("uid", "")}
+        body = event_body(involved, reason, message, warning, EVENT_NAMESPACE, SOURCE_COMPONENT)
         self.writes += 1
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{EVENT_NAMESPACE}/events", body=body)
