@@ -39,9 +39,16 @@ def conditions(cluster: TestCluster, node: AgentNode) -> dict[str, Obj]:
 
 
 def wait_condition(
-    cluster: TestCluster, node: AgentNode, kind: str, status: str, what: str
+    cluster: TestCluster, node: AgentNode, kind: str, status: str, what: str, message: str = ""
 ) -> dict[str, Obj]:
-    node.wait_for(lambda: conditions(cluster, node)[kind]["status"] == status, 15, what)
+    """The conditions once ``kind`` has ``status`` (and ``message``, when given: the agent's
+    MachineConfigNode writes land one after another, so a reader may see the status first)."""
+
+    def reached() -> bool:
+        got = conditions(cluster, node)[kind]
+        return bool(got["status"] == status and (not message or got["message"] == message))
+
+    node.wait_for(reached, 15, what)
     return conditions(cluster, node)
 
 
@@ -62,8 +69,11 @@ def test_node_degraded_follows_a_failed_update_and_its_recovery(
     assert got["Updated"]["status"] == "False"
     create_config(kube_cluster, worker(missing, key=KEY_B))  # an SSH key: rebootless
     node.wait_state("Done", missing)
-    got = wait_condition(kube_cluster, node, "NodeDegraded", "False", "NodeDegraded False")
-    assert got["NodeDegraded"]["message"] == f"Node {node.name} upgrade succeeded"
+    succeeded = f"Node {node.name} upgrade succeeded"
+    got = wait_condition(
+        kube_cluster, node, "NodeDegraded", "False", "NodeDegraded False", succeeded
+    )
+    assert got["NodeDegraded"]["message"] == succeeded
     assert got["Updated"]["status"] == "True"
     # upstream's None action: reason None, then set back by Updated like every phase
     post = got["UpdatePostActionComplete"]
