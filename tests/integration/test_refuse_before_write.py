@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from mcd.agent.update import failpoints
 from mcd.cli import cli
 from tests.builders import file_entry, mc_doc
+from tests.faults.test_fault_matrix import small_tmpfs
 from tests.integration.helpers.tree import differences, snapshot
 
 UNIT = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
@@ -94,23 +95,6 @@ def test_an_immutable_file_neither_config_changes_is_left_alone(tmp_path: Path, 
     assert code == 0, err
     assert out.startswith("reboot-pending: rendered-worker-2 applied")
     assert (root / "etc/app/a.conf").read_text() == "a=2\n"
-
-
-@contextlib.contextmanager
-def small_tmpfs(path: Path) -> Iterator[bool]:
-    """A 64 KiB tmpfs over ``path`` (its files copied in); False when mounting is not allowed."""
-    saved = path.parent / f".{path.name}.saved"
-    shutil.copytree(path, saved, symlinks=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "mcd-full", str(path)],
-                             capture_output=True, check=False).returncode == 0  # fmt: skip
-    if mounted:
-        shutil.copytree(saved, path, symlinks=True, dirs_exist_ok=True)
-    shutil.rmtree(saved)
-    try:
-        yield mounted
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 BIG = mc_doc("rendered-worker-2", files=[file_entry("/etc/app/a.conf", "a=2\n"),

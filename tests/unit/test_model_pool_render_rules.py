@@ -12,7 +12,6 @@ import pytest
 
 from mcd.model.pool.render import (
     GENERATED_BY,
-    ROLE_LABEL,
     Rendered,
     RenderError,
     is_rendered_for,
@@ -20,16 +19,10 @@ from mcd.model.pool.render import (
     rendered_name,
     spec_hash,
 )
+from tests.unit.test_render import mc
 
 Obj = dict[str, Any]
 V = "3.5.0"
-
-
-def mc(name: str, role: str = "worker", config: Obj | None = None, **spec: Any) -> Obj:
-    body: Obj = {"metadata": {"name": name, "labels": {ROLE_LABEL: role}}, "spec": dict(spec)}
-    if config is not None:
-        body["spec"]["config"] = config
-    return body
 
 
 def files(*entries: Obj, **sections: Any) -> Obj:
