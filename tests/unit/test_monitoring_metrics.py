@@ -215,3 +215,18 @@ def test_the_scrape_shows_upstreams_counts_and_forgets_a_deleted_pool() -> None:
 def test_figures_are_frozen_between_passes() -> None:
     figures = PoolRollout("p", {"mco_updated_machine_count": 0})
     assert figures.eta is None
+
+
+def test_a_failed_gate_before_the_reboot_is_reported_by_the_next_agent(tmp_path: Path) -> None:
+    """A gate that fails after the boot into a new config rolls back and reboots: the agent
+    of the next boot reads the verdict on disk."""
+    verdict = tmp_path / "etc/machine-config-daemon/health-gate.json"
+    verdict.parent.mkdir(parents=True)
+    verdict.write_text(json.dumps({"config": "r2", "ok": False, "checks": []}))
+    metrics = Metrics()
+    watch_node(metrics, Root(tmp_path), lambda: "boot-2")
+    assert value(metrics.registry, "mcd_health_gate_failed") == 1
+    verdict.write_text(json.dumps({"config": "r3", "ok": True, "checks": []}))
+    fresh = Metrics()
+    watch_node(fresh, Root(tmp_path), lambda: "boot-3")
+    assert value(fresh.registry, "mcd_health_gate_failed") == 0

@@ -61,8 +61,8 @@ class Metrics:
             ["kind"], registry=r,
         )  # fmt: skip
         self.health_gate_failed = Gauge(
-            "mcd_health_gate_failed", "1 when the last health gate this agent ran failed",
-            registry=r,
+            "mcd_health_gate_failed",
+            "1 when the node's last health gate failed (its update was rolled back)", registry=r,
         )  # fmt: skip
 
         # -- mcd's own (issue 33): how long updates take, what they wait for ---------------
