@@ -16,6 +16,9 @@ dashboard is run against the same server."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,7 @@ from tests.e2e.controller_harness import (
     target,
     wait,
 )
-from tests.e2e.harness import AgentNode, free_port
+from tests.e2e.harness import REPO, AgentNode, free_port
 from tests.e2e.test_controller import (
     BASE,
     _crds,  # noqa: F401  # the CRDs on a real cluster
@@ -130,6 +133,19 @@ def test_a_failed_reboot_and_a_stuck_rollout_fire_their_alerts(
         assert not firing(prom, "MCDRebootError", node=ignoring.name)
         assert failing.state() == "Degraded" and ignoring.state() == "Working"
 
+        # `mcd status --cluster`: the same picture, from Prometheus and from the objects alone
+        seen = status_cluster(cluster, "--prometheus", prom.url(""))
+        print(seen)
+        assert "machine-config   True        True          True" in seen
+        assert f"MCDRebootError         node={failing.name}" in seen
+        assert "MCDRolloutNoProgress   pool=infra" in seen
+        own = status_cluster(cluster)
+        print(own)
+        assert "ALERTS (worked out from the cluster's objects" in own
+        assert "MCDPoolRolloutHalted   pool=worker" in own
+        assert f"MCDRebootError         node={failing.name}" in own
+        assert own.splitlines()[-1].startswith(f"Next: mcd status --node {failing.name}")
+
         # every dashboard query parses and evaluates on the same server
         answered = {}
         for query in queries():
@@ -141,6 +157,17 @@ def test_a_failed_reboot_and_a_stuck_rollout_fire_their_alerts(
     finally:
         prom.stop()
         ctl.stop()
+
+
+def status_cluster(cluster: TestCluster, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcd", "status", "--cluster", "--kubeconfig",
+         str(cluster.kubeconfig), *args],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _fake_systemd(make_node: NodeFactory) -> NodeFactory:
