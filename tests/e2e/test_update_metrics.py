@@ -1,0 +1,76 @@
+"""The agent's update metrics as Prometheus scrapes them from a real ``mcd start`` (issue 33):
+a reboot update is timed from Working to Done across the agent restart the reboot makes,
+its drain is timed, ``mcd_reboot_required`` is 1 exactly while the reboot is owed, the gate
+after the boot counts as passed, and a later agent start exports the last duration again."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.configs import KEY_B
+from tests.e2e.conftest import NodeFactory
+from tests.e2e.harness import AgentNode
+from tests.e2e.scenarios import boot_on, update_to
+from tests.fakes.kubecluster import TestCluster
+
+
+def scrape(node: AgentNode) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    out = {}
+    for family in text_string_to_metric_families(node.metrics()):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(node: AgentNode, name: str, **labels: str) -> float | None:
+    return scrape(node).get((name, frozenset(labels.items())))
+
+
+def test_a_reboot_update_is_timed_across_the_reboot(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    assert value(node, "mcd_reboot_required") == 0
+    assert value(node, "mcd_update_duration_seconds_count", kind="reboot") == 0
+    ns = kube_cluster.namespace()
+    kube_cluster.pod(ns, "web-0", node.name)
+    started = time.monotonic()
+    new = update_to(node, kube_cluster, app="threads=8\n")
+    node.wait_reboot()
+    assert value(node, "mcd_reboot_required") == 1  # committed, waiting for the reboot
+    assert value(node, "mcd_drain_duration_seconds_count") == 1
+    time.sleep(1.0)  # the reboot takes a while
+    node.reboot()
+    node.wait_state("Done", new)
+    elapsed = time.monotonic() - started
+    node.wait_for(lambda: value(node, "mcd_update_duration_seconds_count", kind="reboot") == 1,
+                  10, "the update observed by the agent after the reboot")  # fmt: skip
+    took = value(node, "mcd_update_duration_seconds_sum", kind="reboot")
+    assert took is not None and 1.0 <= took <= elapsed
+    assert value(node, "mcd_update_last_duration_seconds", kind="reboot") == took
+    assert value(node, "mcd_reboot_required") == 0
+    assert value(node, "mcd_health_gate_runs_total", result="pass") == 1  # after the boot
+    assert value(node, "mcd_update_duration_seconds_count", kind="rebootless") == 0
+
+    node.stop()
+    node.start()  # a later start: nothing to time, the last duration exported again
+    node.wait_ready()
+    assert value(node, "mcd_update_last_duration_seconds", kind="reboot") == took
+    assert value(node, "mcd_update_duration_seconds_count", kind="reboot") == 0
+
+
+def test_a_rebootless_update_is_timed_as_rebootless(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    node = make_node(fake_systemd=True)
+    boot_on(node, kube_cluster)
+    new = update_to(node, kube_cluster, key=KEY_B)
+    node.wait_state("Done", new)
+    node.wait_for(lambda: value(node, "mcd_update_duration_seconds_count", kind="rebootless") == 1,
+                  10, "a rebootless update observed")  # fmt: skip
+    assert value(node, "mcd_drain_duration_seconds_count") == 0
+    assert node.reboots_requested() == 0
+    assert value(node, "mcd_health_gate_runs_total", result="pass") == 1
