@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mcd.controller.sync import PoolReport
-from mcd.model.pool.pools import SelectorError, name_of, nodes_for_pool, target_of
+from mcd.model.pool.pools import SelectorError, name_of, primary_pool, target_of
 from mcd.model.pool.rollout import INVALID, NODE_FAILING, PAUSED
 from mcd.model.vocabulary import Annotation, NodeState
 
@@ -158,14 +158,19 @@ class RolloutMetrics(Collector):
         by_name = {name_of(p): p for p in pools}
         now = self.clock()
         figures: dict[str, PoolRollout] = {}
+        members_of: dict[str, list[Obj]] = {}
+        for node in nodes:  # each node's primary pool once (nodes_for_pool per pool is N x P)
+            try:
+                primary = primary_pool(node, pools)
+            except SelectorError:
+                continue
+            if primary is not None:
+                members_of.setdefault(name_of(primary), []).append(node)
         for report in reports:
             pool = by_name.get(report.name)
             if pool is None:
                 continue
-            try:
-                members = nodes_for_pool(pool, pools, nodes)
-            except SelectorError:
-                members = []
+            members = members_of.get(report.name, [])
             previous = self._pools.get(report.name)
             figures[report.name] = pool_rollout(
                 report, target_of(pool), members, blocked, previous, now
