@@ -152,6 +152,8 @@ def status_command(
     pool (as oc get co machine-config plus oc get mcp), the alerts that would fire and the
     next step; exit 0, or 1 when the cluster or --prometheus cannot be read.
     """
+    if prometheus and not cluster:
+        raise click.UsageError("--prometheus needs --cluster")
     name = node_name or socket.gethostname()
     try:
         kube = Kube(load_client(kubeconfig))

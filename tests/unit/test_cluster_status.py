@@ -163,3 +163,18 @@ def test_an_unreachable_prometheus_is_one_line_naming_it(tmp_path: Any) -> None:
     assert result.exit_code == 1
     assert result.output.startswith("error: cannot read the pools and nodes: ")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_json_form_carries_the_same() -> None:
+    nodes = [node("a", "r1", "r2", "Degraded", "x")]
+    doc = json.loads(json.dumps(fleet_report([pool(nodes)], nodes, NOW).to_json()))
+    assert doc["degraded"] is True and doc["pools"][0]["stopped"] == "node-degraded"
+    (alert,) = doc["alerts"]
+    assert alert["runbook"] == "docs/runbook.md#mcdpoolrollouthalted"
+    assert doc["next_step"].startswith("mcd status --node a")
+
+
+def test_prometheus_without_cluster_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["status", "--prometheus", "http://127.0.0.1:9"])
+    assert result.exit_code == 64
+    assert "--prometheus needs --cluster" in result.output
