@@ -12,7 +12,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from mcd.cli import cli
-from mcd.cli.fleet import ALERTS, fleet_report, render
+from mcd.cli.fleet import render
+from mcd.cli.fleetreport import ALERTS, fleet_report
 from mcd.model.drain.report import DRAIN_BLOCKED
 from mcd.model.node.health import STATE_ANNOTATION
 from mcd.model.pool.pools import NodeView
