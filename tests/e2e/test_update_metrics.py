@@ -1,7 +1,8 @@
 """The agent's update metrics as Prometheus scrapes them from a real ``mcd start`` (issue 33):
 a reboot update is timed from Working to Done across the agent restart the reboot makes,
 its drain is timed, ``mcd_reboot_required`` is 1 exactly while the reboot is owed, the gate
-after the boot counts as passed, and a later agent start exports the last duration again."""
+after the boot counts as passed, and a later agent start exports the last duration again;
+a try on trial and its result."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.e2e.configs import KEY_B
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
 from tests.e2e.scenarios import boot_on, update_to
+from tests.e2e.test_try_annotation import started, try_update
 from tests.fakes.kubecluster import TestCluster
 
 
@@ -74,3 +76,17 @@ def test_a_rebootless_update_is_timed_as_rebootless(
     assert value(node, "mcd_drain_duration_seconds_count") == 0
     assert node.reboots_requested() == 0
     assert value(node, "mcd_health_gate_runs_total", result="pass") == 1
+
+
+def test_try_results_and_the_try_on_trial(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """A try reverted at its deadline, then a confirmed one (issue 19's try mode)."""
+    node, _old = started(make_node, kube_cluster)
+    try_update(node, kube_cluster, "3s")
+    assert value(node, "mcd_try_pending") == 1  # on trial
+    node.wait_state("Degraded", timeout=60)
+    node.wait_for(lambda: value(node, "mcd_try_results_total", result="reverted") == 1, 10,
+                  "the revert counted")  # fmt: skip
+    assert value(node, "mcd_try_pending") == 0
+    assert value(node, "mcd_try_results_total", result="confirmed") == 0
