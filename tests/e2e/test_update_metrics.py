@@ -12,8 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.configs import KEY_B
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import AgentNode
+from tests.e2e.harness import IMAGE_B, AgentNode
 from tests.e2e.scenarios import boot_on, update_to
+from tests.e2e.test_health_gate import SCRIPT, gated_update
 from tests.e2e.test_try_annotation import started, try_update
 from tests.fakes.kubecluster import TestCluster
 
@@ -90,3 +91,21 @@ def test_try_results_and_the_try_on_trial(
                   "the revert counted")  # fmt: skip
     assert value(node, "mcd_try_pending") == 0
     assert value(node, "mcd_try_results_total", result="confirmed") == 0
+
+
+def test_a_gate_that_failed_before_the_reboot_is_reported_after_it(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """The gate fails in the boot into the new deployment and rolls back with a reboot: the
+    agent of the next boot reports the failed verdict (what MCDHealthGateFailed reads)."""
+    node = make_node(fake_systemd=True)
+    gated_update(node, kube_cluster, "max_boots=2,settle=0", SCRIPT, image=IMAGE_B)
+    node.wait_reboot(count=1, timeout=60)  # into the new deployment
+    node.reboot()
+    node.wait_reboot(count=2, timeout=60)  # the gate failed: back to the old one
+    assert value(node, "mcd_health_gate_failed") == 1
+    assert value(node, "mcd_health_gate_runs_total", result="fail") == 1
+    node.reboot()
+    node.wait_ready()
+    assert value(node, "mcd_health_gate_failed") == 1  # a new agent, the verdict from disk
+    assert value(node, "mcd_health_gate_runs_total", result="fail") == 0
