@@ -26,11 +26,13 @@ PY
 # The real parts the suite runs when root (tests/realparts): systemd as PID 1 of an nspawn
 # container (systemd-container, debootstrap for its cached rootfs), OSTree deployments in a temp
 # sysroot (ostree), the Containerfile built and run (podman, buildah, runc), CoreOS Ignition
-# fetching from mcd server (ignition; policycoreutils for its setfiles). Installed
+# fetching from mcd server (ignition; policycoreutils for its setfiles), Prometheus and promtool
+# checking the alerting rules and scraping the e2e agents (prometheus). Installed
 # without recommends: libnss-mymachines would edit /etc/nsswitch.conf.
 real_parts=()
 if [ "$(id -u)" -eq 0 ] && [ -z "${MCD_NO_REAL_PARTS:-}" ]; then
-    for pkg in systemd-container debootstrap ostree podman buildah runc ignition policycoreutils; do
+    for pkg in systemd-container debootstrap ostree podman buildah runc ignition policycoreutils \
+        prometheus; do
         dpkg -s "$pkg" >/dev/null 2>&1 || real_parts+=("$pkg")
     done
 fi

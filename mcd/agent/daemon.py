@@ -45,6 +45,7 @@ from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
 from mcd.agent.report.status import NodeStatus
 from mcd.agent.safety import trymode
+from mcd.agent.safety.gauges import watch_node
 from mcd.agent.safety.guard import SigtermGuard
 from mcd.agent.sync.certsync import run_certificate_writer
 from mcd.agent.sync.nodesync import sync_node
@@ -114,6 +115,7 @@ class Agent:
         writer = NodeWriter(self.kube, name)
         events = EventRecorder(self.kube, name, background=True)
         self.metrics = Metrics()
+        watch_node(self.metrics, root, host.boot_id)
         status = NodeStatus(writer, self.metrics)
         drainer: Drainer
         if options.drain_mode == "controller":

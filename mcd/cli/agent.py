@@ -13,7 +13,7 @@ import click
 
 from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.agent.daemon import Agent, Options
-from mcd.cli import pools
+from mcd.cli import fleet, pools
 from mcd.cli.common import (
     EXIT_ERROR,
     fail,
@@ -125,6 +125,11 @@ def start_command(
                    "(with --wait: until the wait ends).")  # fmt: skip
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
               help="Seconds between reads with --wait or --watch.")  # fmt: skip
+@click.option("--cluster", is_flag=True,
+              help="Every pool instead of one node: progress, conditions, the alerts that "
+                   "would fire, the next step.")  # fmt: skip
+@click.option("--prometheus", metavar="URL",
+              help="With --cluster: the alerts firing in this Prometheus.")  # fmt: skip
 @output_options
 def status_command(
     node_name: str | None,
@@ -136,18 +141,27 @@ def status_command(
     timeout: float | None,
     watch: bool,
     interval: float,
+    cluster: bool,
+    prometheus: str | None,
 ) -> None:
     """Current and desired config, state and reason, logins, drain state, the pending update
     and what it will cost, the next command to run on a Degraded node, and its last Events.
 
     Exit 0 after printing. With --wait (as cloud-init status --wait): 0 Done on the desired
-    config, 1 Unreconcilable, an error or the --timeout, 2 Degraded.
+    config, 1 Unreconcilable, an error or the --timeout, 2 Degraded. With --cluster: every
+    pool (as oc get co machine-config plus oc get mcp), the alerts that would fire and the
+    next step; exit 0, or 1 when the cluster or --prometheus cannot be read.
     """
+    if prometheus and not cluster:
+        raise click.UsageError("--prometheus needs --cluster")
     name = node_name or socket.gethostname()
     try:
         kube = Kube(load_client(kubeconfig))
     except ApiConfigError as e:
         fail(str(e))
+    if cluster:
+        fleet.cluster_status(kube, as_json, prometheus)
+        return
     if not (wait or watch):
         try:
             report = node_report(kube, name, namespace, event_count)

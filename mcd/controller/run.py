@@ -213,6 +213,9 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
+        self.metrics.rollout.observe(
+            self.pools.items(), self.nodes.items(), reports, self.drains.blocked()
+        )
         return min(windows, default=None)
 
     def _release(self) -> int:

@@ -17,6 +17,8 @@ from prometheus_client import (
     Gauge,
 )
 
+from mcd.controller.metrics import RolloutMetrics
+
 log = logging.getLogger(__name__)
 
 Probe = Callable[[], str]
@@ -59,6 +61,8 @@ class ControllerMetrics:
             ["pool"],
             registry=self.registry,
         )
+        self.rollout = RolloutMetrics(self.registry)
+        """Per-pool rollout series (``mco_*`` counts, progress): :mod:`mcd.controller.metrics`."""
 
     def clear_drain_err(self, node: str) -> None:
         """The node's drain completed: its series goes (as upstream's DeleteLabelValues)."""

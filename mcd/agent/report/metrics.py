@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: upstream's Go client has none
+
+
+UPDATE_KINDS = ("rebootless", "drain", "reboot", "os")
+"""``kind`` of an update: no drain, drained without a reboot, rebooted, the OS changed."""
+DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 7200, 14400)
+GATE_RESULTS = ("pass", "fail")
+TRY_RESULTS = ("confirmed", "reverted")
 
 
 class Metrics:
@@ -53,9 +61,67 @@ class Metrics:
             ["kind"], registry=r,
         )  # fmt: skip
         self.health_gate_failed = Gauge(
-            "mcd_health_gate_failed", "1 when the last health gate this agent ran failed",
+            "mcd_health_gate_failed",
+            "1 when the node's last health gate failed (its update was rolled back)", registry=r,
+        )  # fmt: skip
+
+        # -- mcd's own (issue 33): how long updates take, what they wait for ---------------
+        self.update_duration = Histogram(
+            "mcd_update_duration_seconds",
+            "Time from the start of an update (Working) to Done, the reboot included, by kind",
+            ["kind"], buckets=DURATION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.update_last_duration = Gauge(
+            "mcd_update_last_duration_seconds",
+            "Duration of this node's last completed update, by kind (kept across restarts)",
+            ["kind"], registry=r,
+        )  # fmt: skip
+        self.drain_duration = Histogram(
+            "mcd_drain_duration_seconds", "Time the node's drains took, from request to drained",
+            buckets=DURATION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.reboot_required = Gauge(
+            "mcd_reboot_required",
+            "1 while a committed config waits for a reboot of this node (kured's gauge)",
             registry=r,
         )  # fmt: skip
+        self.health_gate_runs = Counter(
+            "mcd_health_gate_runs", "Health gates run after an update, by result",
+            ["result"], registry=r,
+        )  # fmt: skip  # exported as mcd_health_gate_runs_total
+        self.try_results = Counter(
+            "mcd_try_results", "Updates on trial (try mode) that ended, by result",
+            ["result"], registry=r,
+        )  # fmt: skip  # exported as mcd_try_results_total
+        self.try_pending = Gauge(
+            "mcd_try_pending", "1 while an update is on trial and neither confirmed nor reverted",
+            registry=r,
+        )  # fmt: skip
+        for kind in UPDATE_KINDS:  # every series from the start: rate() and the dashboard see 0s
+            self.update_duration.labels(kind)
+        for result in GATE_RESULTS:
+            self.health_gate_runs.labels(result)
+        for result in TRY_RESULTS:
+            self.try_results.labels(result)
+
+    def watch_node(self, reboot_owed: Callable[[], bool], on_trial: Callable[[], bool]) -> None:
+        """Read at each scrape: a reboot owed in this boot, an update on trial."""
+        self.reboot_required.set_function(lambda: 1.0 if reboot_owed() else 0.0)
+        self.try_pending.set_function(lambda: 1.0 if on_trial() else 0.0)
+
+    def update_finished(self, kind: str, seconds: float) -> None:
+        self.update_duration.labels(kind).observe(seconds)
+        self.last_update(kind, seconds)
+
+    def last_update(self, kind: str, seconds: float) -> None:
+        self.update_last_duration.clear()
+        self.update_last_duration.labels(kind).set(seconds)
+
+    def gate_verdict(self, ok: bool, failed_check: str = "") -> None:
+        self.health_gate_failed.set(0 if ok else 1)
+        self.health_gate_runs.labels("pass" if ok else "fail").inc()
+        if failed_check:
+            self.health_gate_failures.labels(failed_check).inc()
 
     def set_host_os(self, os_label: str, version: str) -> None:
         self.host_os.clear()

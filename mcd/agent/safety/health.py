@@ -136,9 +136,8 @@ class HealthGate:
         if self.on_verdict is not None:
             self.on_verdict(verdict)
         if self.metrics is not None:
-            self.metrics.health_gate_failed.set(0 if verdict.ok else 1)
-            if verdict.failed is not None:
-                self.metrics.health_gate_failures.labels(verdict.failed.name).inc()
+            failed = verdict.failed.name if verdict.failed is not None else ""
+            self.metrics.gate_verdict(verdict.ok, failed)
         return verdict
 
 

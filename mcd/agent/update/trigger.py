@@ -14,6 +14,7 @@ import json
 import logging
 import time
 
+from mcd.agent.report import timing
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
 from mcd.agent.update.context import (
@@ -173,6 +174,7 @@ def _update(
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
     ctx.status.working()
+    timing.started(root, desired.name, timing.kind_of(plan))
     ctx.updates += 1
     with ctx.guard.protect():
         log.info(
@@ -211,6 +213,7 @@ def _run(
         ctx.events.record(Reason.DRAIN, "Drain not required, skipping")
     elif plan.drain:
         check = TargetCheck(desired, plan.force, writer=ctx.writer, kube=ctx.kube, drift=ctx.drift)
+        drain_start = time.monotonic()
         try:
             ctx.drainer.drain(desired.name, check)
         except DrainAbandoned as e:
@@ -223,6 +226,7 @@ def _run(
         if changed:
             log.info("Update to %s given up after the drain: %s", desired.name, changed)
             raise Retarget(changed)
+        ctx.metrics.drain_duration.observe(time.monotonic() - drain_start)
         progress.drained(ctx, f"drain-{desired.name}")
     else:
         log.info("Drain not required for this update: %s", plan.drain_reason or "no disruption")
@@ -310,6 +314,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name, mc.ocl_image)
+    timing.finished(ctx.host.root, ctx.metrics, mc.name)
     progress.completed(ctx, mc.name)
     log.info("Update completed for config %s and node is Done", mc.name)
 

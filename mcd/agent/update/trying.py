@@ -85,6 +85,7 @@ def honour(ctx: Context, current: Config) -> None:
         return
     if annotations_of(ctx.writer.current()).get(TRY_ANNOTATION, "").strip() == CONFIRMED:
         trymode.clear(root)
+        ctx.metrics.try_results.labels("confirmed").inc()
         log.info("Try of %s confirmed", state.config)
         return
     if not state.expired():
@@ -110,6 +111,7 @@ def _revert(ctx: Context, current: Config, state: trymode.TryState) -> None:
     reason = f"try of {state.config} not confirmed in time; reverted to {state.previous}"
     bootretry.give_up(root, state.config, reason)  # not applied again while desired says so
     trymode.clear(root)
+    ctx.metrics.try_results.labels("reverted").inc()
     start_drift_monitor(ctx, previous)  # watching the config the node is back on
     log.warning("%s", reason)
     ctx.events.record(Reason.TRY_REVERTED, reason)

@@ -1,0 +1,323 @@
+"""What ``mcd status --cluster`` says, as a pure function of the pools and Nodes (and of
+Prometheus' firing alerts when it is asked): each pool's row, the alerts that would fire, and
+the next step.
+
+Without Prometheus the alerts are worked out from the objects alone, with the controller's own
+rollout decision (:func:`mcd.model.pool.rollout.plan_rollout`) for a halted or paused pool;
+what the objects cannot time (a rollout with no progress for 30 minutes) is marked
+``possible``. The next step is the most urgent candidate: a halted pool's failing node, a
+failed reboot, a render error, a failed health gate, a blocked drain, a paused pool, the node
+a rollout waits on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mcd.model.drain.report import DRAIN_BLOCKED
+from mcd.model.drain.settings import drain_settings
+from mcd.model.node.health import STATE_ANNOTATION
+from mcd.model.pool.pools import NodeView, name_of, nodes_for_pool, target_of
+from mcd.model.pool.rollout import (
+    DEGRADED,
+    INVALID,
+    NODE_FAILING,
+    PAUSED,
+    RENDER_DEGRADED,
+    UPDATED,
+    UPDATING,
+    condition,
+    plan_rollout,
+)
+from mcd.model.text import printable
+from mcd.model.vocabulary import NodeState
+
+Obj = dict[str, Any]
+
+RUNBOOK = "docs/runbook.md#"
+ALERTS = {
+    "MCDRebootError": "mcdrebooterror",
+    "MCDPivotError": "mcdpivoterror",
+    "KubeletHealthState": "kubelethealthstate",
+    "MCCDrainError": "mccdrainerror",
+    "MCDRolloutNoProgress": "mcdrolloutnoprogress",
+    "MCDPoolRolloutHalted": "mcdpoolrollouthalted",
+    "MCDPoolPaused": "mcdpoolpaused",
+    "MCDHealthGateFailed": "mcdhealthgatefailed",
+    "MCDNodeUpdateSlow": "mcdnodeupdateslow",
+    "MCDRebootPending": "mcdrebootpending",
+}
+"""The shipped rules' alerts and their runbook sections (a test keeps them equal)."""
+NO_PROGRESS_SECONDS = 1800
+REBOOT_FAILED = ("reboot command failed", "Failed to reboot?")
+REASON_WIDTH = 160
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    subject: str
+    """``pool=worker`` or ``node=worker-0``."""
+    why: str
+    source: str = "objects"
+    """``prometheus`` (firing there), ``objects`` (worked out from the cluster's objects) or
+    ``possible`` (the objects cannot time it; Prometheus can)."""
+
+    @property
+    def runbook(self) -> str:
+        return RUNBOOK + ALERTS.get(self.name, "alerts-prometheus")
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    name: str
+    config: str
+    target: str
+    updated: str
+    updating: str
+    degraded: str
+    machines: int
+    ready: int
+    updated_count: int
+    degraded_count: int
+    left: int
+    stopped: str
+    """Why no node gets the target ('' while it may go on): paused, node-degraded, invalid."""
+    notes: tuple[str, ...] = ()
+    """Conditions not in their good state, and members not Done, one line each."""
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    available: bool
+    progressing: bool
+    degraded: bool
+    message: str
+    pools: tuple[PoolRow, ...]
+    alerts: tuple[Alert, ...]
+    next_step: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["alerts"] = [{**asdict(a), "runbook": a.runbook} for a in self.alerts]
+        doc.pop("extra")
+        return doc
+
+
+def _status(pool: Obj, kind: str) -> str:
+    found = condition((pool.get("status") or {}).get("conditions") or [], kind)
+    return str(found.get("status", "")) if found else ""
+
+
+def _since(pool: Obj, kind: str, now: datetime) -> float | None:
+    found = condition((pool.get("status") or {}).get("conditions") or [], kind)
+    stamp = str((found or {}).get("lastTransitionTime") or "")
+    try:
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return (now - when).total_seconds()
+
+
+def _short(text: str) -> str:
+    text = printable(text)
+    return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 3] + "..."
+
+
+def _pool(
+    pool: Obj, pools: Sequence[Obj], nodes: Sequence[Obj], now: datetime
+) -> tuple[PoolRow, list[Alert], list[tuple[int, str]]]:
+    """One pool's row, its alerts, and its candidate next steps (priority, text)."""
+    name = name_of(pool)
+    status = pool.get("status") or {}
+    members = nodes_for_pool(pool, pools, nodes)
+    views = [NodeView.of(n) for n in members]
+    target = target_of(pool)
+    rollout = plan_rollout(pool, views)
+    machines = int(status.get("machineCount") or 0)
+    updated_count = int(status.get("updatedMachineCount") or 0)
+    left = max(0, machines - updated_count)
+    stopped = {PAUSED: "paused", NODE_FAILING: "node-degraded", INVALID: "invalid"}.get(
+        rollout.blocked, ""
+    )
+    alerts: list[Alert] = []
+    steps: list[tuple[int, str]] = []
+    notes: list[str] = []
+    # Degraded and NodeDegraded repeat the nodes' reasons, which the node lines below give
+    for kind in (UPDATING, RENDER_DEGRADED, DRAIN_BLOCKED):
+        found = condition(status.get("conditions") or [], kind)
+        if found and found.get("status") == "True" and found.get("message"):
+            notes.append(f"{kind}: {_short(str(found['message']))}")
+    for view in views:
+        if view.state in ("", NodeState.DONE) and view.current == view.desired:
+            continue
+        why = f": {_short(view.reason)}" if view.reason else ""
+        wants = f" (desired {view.desired})" if view.desired != view.current else ""
+        notes.append(f"node {view.name}: {view.state or NodeState.DONE}{wants}{why}")
+    if rollout.blocked == NODE_FAILING:
+        failing = ", ".join(rollout.failing)
+        alerts.append(
+            Alert(
+                "MCDPoolRolloutHalted",
+                f"pool={name}",
+                f"{failing} failed {target}; no further node gets it",
+            )
+        )
+        steps.append(
+            (
+                10,
+                f"mcd status --node {rollout.failing[0]}   (pool {name} is halted: "
+                f"{rollout.failing[0]} failed {target}; {RUNBOOK}mcdpoolrollouthalted)",
+            )
+        )
+    elif rollout.blocked == INVALID:
+        alerts.append(Alert("MCDPoolRolloutHalted", f"pool={name}", rollout.error))
+        steps.append((10, f"kubectl edit mcp {name}   (spec.maxUnavailable: {rollout.error})"))
+    elif rollout.blocked == PAUSED and left:
+        alerts.append(
+            Alert("MCDPoolPaused", f"pool={name}", f"paused with {left} nodes not on {target}")
+        )
+        unpause = '\'{"spec":{"paused":false}}\''
+        steps.append(
+            (
+                60,
+                f"kubectl patch mcp {name} --type merge -p {unpause}"
+                f"   (when the pause is over; {RUNBOOK}mcdpoolpaused)",
+            )
+        )
+    elif left and _status(pool, UPDATING) == "True":
+        since = _since(pool, UPDATING, now)
+        if since is not None and since > NO_PROGRESS_SECONDS:
+            alerts.append(
+                Alert(
+                    "MCDRolloutNoProgress",
+                    f"pool={name}",
+                    f"Updating for {since / 60:.0f}m with {left} nodes left",
+                    "possible",
+                )
+            )
+        busy = [v.name for v in views if v.state == NodeState.WORKING]
+        watch = f"mcd status --node {busy[0]}" if busy else f"kubectl get mcp {name} -w"
+        steps.append((70, f"{watch}   (pool {name}: {left} of {machines} nodes left)"))
+    if _status(pool, RENDER_DEGRADED) == "True":
+        steps.append(
+            (
+                20,
+                f"kubectl describe mcp {name}   (RenderDegraded; "
+                f"{RUNBOOK}13-pools-and-mcd-controller)",
+            )
+        )
+    blocked_for = _since(pool, DRAIN_BLOCKED, now)
+    if _status(pool, DRAIN_BLOCKED) == "True":
+        timeout = drain_settings((pool.get("metadata") or {}).get("annotations") or {}).timeout
+        if blocked_for is not None and blocked_for > timeout:
+            alerts.append(
+                Alert(
+                    "MCCDrainError", f"pool={name}", f"a drain blocked for {blocked_for / 60:.0f}m"
+                )
+            )
+        steps.append(
+            (
+                40,
+                f"kubectl describe mcp {name}   (DrainBlocked: the pods and budgets; "
+                f"{RUNBOOK}4-drain)",
+            )
+        )
+    for node, view in zip(members, views, strict=True):
+        if view.reason.startswith(REBOOT_FAILED[0]) or REBOOT_FAILED[1] in view.reason:
+            alerts.append(Alert("MCDRebootError", f"node={view.name}", _short(view.reason)))
+            steps.append(
+                (15, f"mcd status --node {view.name}   (reboot failed; {RUNBOOK}mcdrebooterror)")
+            )
+        gate = _gate(node)
+        if gate.get("result") == "failed":
+            check = gate.get("check", "")
+            alerts.append(
+                Alert(
+                    "MCDHealthGateFailed",
+                    f"node={view.name}",
+                    f"check {check} failed after the update to {gate.get('config')}",
+                )
+            )
+            steps.append(
+                (
+                    30,
+                    f"mcd status --node {view.name}   (health gate failed; "
+                    f"{RUNBOOK}mcdhealthgatefailed)",
+                )
+            )
+    row = PoolRow(
+        name=name,
+        config=str((status.get("configuration") or {}).get("name") or ""),
+        target=target,
+        updated=_status(pool, UPDATED),
+        updating=_status(pool, UPDATING),
+        degraded=_status(pool, DEGRADED),
+        machines=machines,
+        ready=int(status.get("readyMachineCount") or 0),
+        updated_count=updated_count,
+        degraded_count=int(status.get("degradedMachineCount") or 0),
+        left=left,
+        stopped=stopped,
+        notes=tuple(notes),
+    )
+    return row, alerts, steps
+
+
+def _gate(node: Mapping[str, Any]) -> dict[str, str]:
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(STATE_ANNOTATION)
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
+def fleet_report(
+    pools: Sequence[Obj],
+    nodes: Sequence[Obj],
+    now: datetime,
+    firing: Sequence[Mapping[str, Any]] | None = None,
+) -> FleetReport:
+    """The screen's content. ``firing``: Prometheus' firing alerts (``/api/v1/alerts``), which
+    replace the alerts worked out from the objects."""
+    rows, alerts, steps = [], [], []
+    for pool in sorted(pools, key=name_of):
+        row, found, candidates = _pool(pool, pools, nodes, now)
+        rows.append(row)
+        alerts.extend(found)
+        steps.extend(candidates)
+    if firing is not None:
+        alerts = [_from_prometheus(a) for a in firing if a["labels"].get("alertname") in ALERTS]
+    progressing = any(r.updating == "True" or r.left for r in rows)
+    degraded = any(r.degraded == "True" for r in rows)
+    if not rows:
+        message = "no MachineConfigPools: nothing to roll out"
+    elif progressing:
+        moving = [f"{r.name} {r.left} of {r.machines} nodes left" for r in rows if r.left]
+        message = "Working towards the pools' targets: " + ", ".join(moving or ["pools updating"])
+    else:
+        message = "All pools are on their target configs"
+    if degraded:
+        message += "; degraded: " + ", ".join(r.name for r in rows if r.degraded == "True")
+    if steps:
+        next_step = min(steps)[1]
+    elif alerts:
+        next_step = f"see {alerts[0].runbook}"
+    else:
+        next_step = "nothing to do: every pool is on its target config"
+    return FleetReport(
+        bool(rows), progressing, degraded, message, tuple(rows), tuple(alerts), next_step
+    )
+
+
+def _from_prometheus(alert: Mapping[str, Any]) -> Alert:
+    labels = alert["labels"]
+    subject = " ".join(f"{k}={labels[k]}" for k in ("pool", "node", "reason") if k in labels)
+    summary = str((alert.get("annotations") or {}).get("description") or "")
+    return Alert(str(labels["alertname"]), subject, _short(summary), "prometheus")
