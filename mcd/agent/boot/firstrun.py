@@ -27,6 +27,7 @@ from mcd.agent.boot.bootstrap import (
     load_node_annotations,
     with_bootstrap_image,
 )
+from mcd.agent.bootloader import support
 from mcd.agent.safety import bootretry, health, owed
 from mcd.agent.update import gating, imagemode, progress
 from mcd.agent.update.context import (
@@ -71,6 +72,7 @@ def boot(ctx: Context, node: Obj) -> None:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
         progress.rebooted(ctx)
+    support.publish(ctx, annotations)  # what this host can apply, for the controller
     force = ctx.host.root.exists(FORCE_FILE)
     still_owed = owed.pending_in(ctx.host.root, ctx.host.boot_id())
     interrupted = Journal(ctx.host.root).pending()

@@ -21,6 +21,11 @@ from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.node.health import STATE_ANNOTATION, describe_state
+from mcd.model.planning.applicability import (
+    HOST_SUPPORT_ANNOTATION,
+    HostSupport,
+    support_from_annotation,
+)
 from mcd.model.planning.plan import UpdatePlan, make_plan
 from mcd.model.text import printable
 from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
@@ -122,11 +127,14 @@ def _plan(kube: Kube, current: str, desired: str) -> tuple[dict[str, Any] | None
         return None, str(e)
 
 
-def plan_between(kube: Kube, current: str, desired: str) -> UpdatePlan:
-    """The plan the agent would make: both configs and the policies read from the cluster."""
+def plan_between(
+    kube: Kube, current: str, desired: str, host: HostSupport | None = None
+) -> UpdatePlan:
+    """The plan the agent would make: both configs and the policies read from the cluster;
+    ``host`` what the node published it can apply."""
     old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
     new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
-    return make_plan(old, new, cluster_policies(kube, timeout=0))
+    return make_plan(old, new, cluster_policies(kube, timeout=0), host=host)
 
 
 def pending_plan(kube: Kube, node: str) -> UpdatePlan:
@@ -135,7 +143,8 @@ def pending_plan(kube: Kube, node: str) -> UpdatePlan:
     current = a.get(Annotation.CURRENT_CONFIG, "")
     if not current:
         raise ConfigError(f"node {node} has no {Annotation.CURRENT_CONFIG} annotation")
-    return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current)
+    host = support_from_annotation(a.get(HOST_SUPPORT_ANNOTATION, ""))
+    return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current, host)
 
 
 def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
