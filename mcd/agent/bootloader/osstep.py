@@ -29,6 +29,9 @@ def refusal(node: Node, plan: UpdatePlan) -> str:
     """'' when ``node`` can apply every OS field the plan changes, else the reason."""
     support = node.support()
     missing = applicability.inapplicable(plan.old, plan.new, support)
+    if missing and not support.known_os:  # a bare directory: files only, and said so
+        log.warning("%s", applicability.skipped(plan.new.name, missing))
+        return ""
     return applicability.refusal(plan.new.name, support, missing) if missing else ""
 
 

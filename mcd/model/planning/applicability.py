@@ -57,6 +57,12 @@ class HostSupport:
     """The host systemd's version (0 when unknown): ``soft-reboot`` needs 254."""
 
     @property
+    def known_os(self) -> bool:
+        """Whether the root holds an OS at all (an os-release). A bare directory (``once-from``
+        preparing an image) gets the files; its OS fields are skipped, and said so."""
+        return bool(self.os)
+
+    @property
     def soft_reboot(self) -> bool:
         return self.systemd_version >= SOFT_REBOOT_SYSTEMD
 
@@ -138,6 +144,12 @@ def _needs_rpm_ostree(host: HostSupport) -> str:
     if host.os_image == BOOTC:
         return "needs rpm-ostree; on a bootc node the image carries its kernel and packages"
     return "needs rpm-ostree; the node has none"
+
+
+def skipped(new_name: str, found: list[Inapplicable]) -> str:
+    """The warning for a root with no OS: what is not applied there."""
+    fields = ", ".join(f.field for f in found)
+    return f"not applying {fields} of {new_name}: no OS under this root (no os-release)"
 
 
 def refusal(new_name: str, host: HostSupport, found: list[Inapplicable]) -> str:

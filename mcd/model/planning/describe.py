@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcd.model.disruption.policy import Action, ActionType
 from mcd.model.osupdate.bootargs import GRUB_DROPIN
 from mcd.model.osupdate.kargs import parse_kernel_arguments
+from mcd.model.planning import applicability
 from mcd.model.planning.applicability import GRUB, GRUBBY, RPM_OSTREE
 from mcd.model.planning.diff import Changes
 from mcd.model.planning.plan import UpdatePlan
@@ -34,8 +35,12 @@ def describe_plan(plan: UpdatePlan) -> str:
     lines += _changes("Units", plan.units)
     if plan.diff.os_changes:
         lines.append(f"OS: {plan.diff.os_changes_string()}")
-    if plan.kernel_arguments:
+    if plan.kernel_arguments and not plan.inapplicable:
         lines.append(f"Kernel arguments: {_kargs(plan)}")
+    if plan.inapplicable:  # reconcilable: a root with no OS
+        lines.append(
+            f"Not applied: {applicability.skipped(plan.new.name, list(plan.inapplicable))}"
+        )
     lines.append(
         f"Policies: {plan.policy_source}" if plan.policy_source else "Policies: legacy action table"
     )

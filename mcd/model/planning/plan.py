@@ -156,7 +156,7 @@ def make_plan(
     except UnreconcilableError as e:
         return UpdatePlan(old, new, False, str(e), diff, files, units, force=force, host=host)
     missing = applicability.inapplicable(old, new, host) if host is not None else []
-    if host is not None and missing:
+    if host is not None and missing and host.known_os:
         detail = applicability.refusal(new.name, host, missing)
         reason = str(UnreconcilableError(old.name, new.name, detail))
         return UpdatePlan(
@@ -187,5 +187,6 @@ def make_plan(
         force=force,
         policy_source="" if legacy else policies.source,
         host=host,
+        inapplicable=tuple(missing),
         reboot_choice=rebootkind.choose(reboot, diff, host, soft_reboot),
     )
