@@ -27,7 +27,7 @@ def _pool(target: str) -> dict[str, Any]:
 
 
 def _node(name: str, current: str, support: HostSupport | None) -> dict[str, Any]:
-    annotations = {Annotation.CURRENT_CONFIG: current}
+    annotations: dict[str, str] = {Annotation.CURRENT_CONFIG: current}
     if support is not None:
         annotations[HOST_SUPPORT_ANNOTATION] = support.annotation()
     return {"metadata": {"name": name, "labels": WORKER, "annotations": annotations}}
