@@ -43,7 +43,8 @@ class Node:
     root: Root
     effects: HostEffects
     rpm: RpmOstree | None = None
-    _support: HostSupport | None = field(default=None, repr=False, compare=False)
+    host_support: HostSupport | None = field(default=None, repr=False, compare=False)
+    """What the host can apply; detected on first use when not given."""
 
     @property
     def ostree(self) -> bool:
@@ -52,9 +53,9 @@ class Node:
     def support(self) -> HostSupport:
         """What this host can apply (:mod:`mcd.host.bootloader.detect`), detected once: the
         planner gets it as data (:mod:`mcd.model.planning.applicability`)."""
-        if self._support is None:
-            self._support = detect.detect(self.root, rpm_ostree=self.ostree)
-        return self._support
+        if self.host_support is None:
+            self.host_support = detect.detect(self.root, rpm_ostree=self.ostree)
+        return self.host_support
 
     def bootloader(self) -> BootLoader | None:
         """The boot loader that takes kernel arguments where rpm-ostree does not (None:
