@@ -77,8 +77,13 @@ class MemorySystemd:
     def start(self, unit: str) -> None:
         self.calls.append(("start", (unit,)))
 
-    def reboot(self, rationale: str) -> None:
-        self.calls.append(("reboot", ()))
+    def reboot(self, rationale: str, soft: bool = False) -> None:
+        self.calls.append(("soft-reboot" if soft else "reboot", ()))
+
+    def soft_reboots(self) -> int | None:
+        return self.soft_reboot_count
+
+    soft_reboot_count: int | None = None
 
     def close(self) -> None:
         return None

@@ -55,17 +55,18 @@ def unavailable() -> str | None:
     return missing("systemd-nspawn", "debootstrap", "busctl", "systemctl")
 
 
-def recipe_key(packages: tuple[str, ...] | list[str] = tuple(PACKAGES)) -> str:
+def recipe_key(packages: tuple[str, ...] | list[str] = tuple(PACKAGES), suite: str = "") -> str:
     """What the cached rootfs is made of (release, packages, masked units), as a short hash:
     the cache's name, so a changed recipe is a new build and an old checkout keeps its own."""
-    recipe = "\n".join([host_suite(), " ".join(packages), " ".join(QUIET)])
+    recipe = "\n".join([suite or host_suite(), " ".join(packages), " ".join(QUIET)])
     return hashlib.sha256(recipe.encode()).hexdigest()[:10]
 
 
-def rootfs(packages: tuple[str, ...] | list[str] = tuple(PACKAGES)) -> Path:
+def rootfs(packages: tuple[str, ...] | list[str] = tuple(PACKAGES), suite: str = "") -> Path:
     """The cached rootfs (built once, about 100 s; concurrent callers wait for one build).
-    ``packages``: another package list is another rootfs (GRUB's tools: ``GRUB_PACKAGES``)."""
-    name = f"systemd-rootfs-{recipe_key(packages)}"
+    ``packages``: another package list is another rootfs (GRUB's tools: ``GRUB_PACKAGES``);
+    ``suite`` another Debian release (``trixie``: systemd 257, for soft reboots)."""
+    name = f"systemd-rootfs-{recipe_key(packages, suite)}"
     with locked(name) as cache:
         root = cache / name
         if (root / STAMP).exists():
@@ -73,7 +74,7 @@ def rootfs(packages: tuple[str, ...] | list[str] = tuple(PACKAGES)) -> Path:
         for stale in [*cache.glob(f"{name}.tmp.*"), root]:
             shutil.rmtree(stale, ignore_errors=True)
         tmp = cache / f"{name}.tmp.{os.getpid()}"
-        debootstrap(tmp, list(packages), cache / f"{name}.log")
+        debootstrap(tmp, list(packages), cache / f"{name}.log", suite)
         (tmp / "etc/hostname").write_text("mcd-node\n")
         subprocess.run(
             ["systemctl", f"--root={tmp}", "mask", *QUIET], capture_output=True, check=False
@@ -109,6 +110,7 @@ class SystemdContainer:
         boot_timeout: float = 90.0,
         bind_ro: tuple[Path, ...] = (),
         packages: tuple[str, ...] | list[str] = tuple(PACKAGES),
+        suite: str = "",
     ) -> None:
         # short: a unix socket path holds 107 bytes, and pytest's temp dirs run long
         self.dir = Path(tempfile.mkdtemp(prefix="mcd-sd-"))
@@ -124,7 +126,7 @@ class SystemdContainer:
         self._cgroups = _cgroup_dirs(self.name) if self._keep_unit else []
         self._mounted = False
         started = time.monotonic()
-        self._layer(rootfs(packages))
+        self._layer(rootfs(packages, suite))
         self.copy_seconds = time.monotonic() - started
         self.dbus_dir = self.dir / "dbus"
         self.dbus_dir.mkdir()

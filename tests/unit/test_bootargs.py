@@ -84,7 +84,7 @@ diffs = st.builds(
     files=st.booleans(), units=st.booleans(), kernel_type=st.booleans(),
     extensions=st.booleans(),
 )  # fmt: skip
-versions = st.sampled_from([0, 249, 252, 253, 254, 257])
+versions = st.sampled_from([0, 249, 252, 254, 255, 256, 257])
 
 
 @given(st.booleans(), diffs, versions, st.booleans())
@@ -96,7 +96,7 @@ def test_a_soft_reboot_only_when_the_kernel_stays_the_pool_allows_it_and_systemd
     kernel = diff.os_update or diff.kargs or diff.fips or diff.kernel_type or diff.extensions
     if not reboot:
         assert choice.kind is RebootKind.NONE
-    elif not kernel and allowed and version >= 254:
+    elif not kernel and allowed and version >= 256:
         assert choice.kind is RebootKind.SOFT
     else:
         assert choice.kind is RebootKind.FULL and choice.why
@@ -106,7 +106,7 @@ def test_a_soft_reboot_only_when_the_kernel_stays_the_pool_allows_it_and_systemd
 def test_the_reasons_for_a_full_reboot_are_said() -> None:
     files = MachineConfigDiff(files=True)
     old = HostSupport("Debian GNU/Linux 12 (bookworm)", "", GRUB, 252)
-    assert choose(True, files, old, True).why == "systemd 252 has no soft-reboot (needs 254)"
+    assert choose(True, files, old, True).why == "systemd 252 has no soft-reboot (needs 256)"
     assert choose(True, files, old, False).why == (
         "soft reboot not enabled (mcd-project.github.io/soft-reboot)"
     )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from functools import partial
 
-from mcd.agent.bootloader import osstep
+from mcd.agent.bootloader import osstep, softreboot
 from mcd.agent.safety import owed
 from mcd.agent.safety.health import HealthGate
 from mcd.agent.update import events as update_events
@@ -312,7 +312,7 @@ class Transaction:
         if self.skip_reboot:
             log.info("Reboot needed for %s, skipped on request", self.new.name)
             return Outcome.REBOOT_PENDING
-        rationale = f"Node will reboot into config {self.new.name}"
+        rationale = softreboot.rationale(self.plan)  # soft: the kernel and the boot id stay
         try:
             owed.count_request(self.node.root, self.new.name, self.node.boot_id())
         except owed.RebootNotHappening as e:
@@ -321,7 +321,7 @@ class Transaction:
             self.before_reboot(rationale)
         failpoints.reach("reboot")
         try:
-            self.node.effects.systemd.reboot(rationale)
+            softreboot.issue(self.node, self.plan, rationale)
         except SystemdError as e:
             # Roll back whether or not the config was committed: a node that cannot reboot
             # stays exactly on its old config (upstream leaves the new files in place).

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 
-from mcd.agent.bootloader import postboot
+from mcd.agent.bootloader import postboot, softreboot
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
 from mcd.agent.update.context import (
@@ -166,7 +166,7 @@ def _update(
     policies = disruption_policies(ctx)
     plan = make_plan(
         current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc),
-        host=ctx.host.support(),
+        host=ctx.host.support(), soft_reboot=softreboot.allowed(ctx),
     )  # fmt: skip
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:

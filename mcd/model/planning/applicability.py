@@ -54,7 +54,7 @@ class HostSupport:
     kernel_arguments: str = ""
     """``rpm-ostree``, ``grub``, ``grubby`` or '' (no boot loader mcd can drive)."""
     systemd_version: int = 0
-    """The host systemd's version (0 when unknown): ``soft-reboot`` needs 254."""
+    """The host systemd's version (0 when unknown): mcd soft-reboots from 256 on."""
 
     @property
     def known_os(self) -> bool:
@@ -78,7 +78,9 @@ class HostSupport:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
 
-SOFT_REBOOT_SYSTEMD = 254
+SOFT_REBOOT_SYSTEMD = 256
+"""``soft-reboot`` came in systemd 254; mcd needs 256, whose manager counts soft reboots
+(``SoftRebootsCount``): the proof, afterwards, that the soft reboot happened."""
 
 COREOS = HostSupport(os="", os_image=RPM_OSTREE, kernel_arguments=RPM_OSTREE)
 """Upstream's assumption when nothing is known about the node."""

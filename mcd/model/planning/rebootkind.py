@@ -1,6 +1,7 @@
 """Which kind of reboot an update costs: none, a soft reboot, or a full one (pure).
 
-systemd's soft reboot (``systemctl soft-reboot``, systemd 254+) stops userspace and starts
+systemd's soft reboot (``systemctl soft-reboot``; mcd uses it from systemd 256, which counts
+soft reboots so that the agent can prove one happened) stops userspace and starts
 it again on the same kernel: seconds instead of the firmware's minutes, and the boot id
 (``/proc/sys/kernel/random/boot_id``) stays. It is enough exactly when the kernel, the
 initrd and the kernel command line do not change: not for a new OS image, extensions (a new
