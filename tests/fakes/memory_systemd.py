@@ -22,6 +22,8 @@ class MemorySystemd:
         self.calls: list[tuple[str, tuple[str, ...]]] = []
         self.active: dict[str, str] = {}
         """ActiveState by unit; every unit not named here is ``active``."""
+        self.soft_reboot_count: int | None = None
+        """``SoftRebootsCount`` (None: a systemd older than 256)."""
 
     def _set(self, verb: str, units: Sequence[str], state: str) -> None:
         self.calls.append((verb, tuple(units)))
@@ -82,8 +84,6 @@ class MemorySystemd:
 
     def soft_reboots(self) -> int | None:
         return self.soft_reboot_count
-
-    soft_reboot_count: int | None = None
 
     def close(self) -> None:
         return None
