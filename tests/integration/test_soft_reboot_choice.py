@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def node(node_root: Path) -> Node:
     return Node(root, HostEffects(root, MemorySystemd(node_root)), host_support=TRIXIE)
 
 
-def _docs(**spec: object) -> tuple[bytes, bytes]:
+def _docs(**spec: Any) -> tuple[bytes, bytes]:
     old = mc_doc("rendered-1", files=[file_entry("/etc/app.conf", "a\n")])
     new = mc_doc("rendered-2", files=[file_entry("/etc/app.conf", "b\n")], **spec)
     return json.dumps(old).encode(), json.dumps(new).encode()

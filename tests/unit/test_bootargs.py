@@ -145,11 +145,13 @@ def test_detection_reads_what_is_on_the_root_never_the_name(tmp_path: Path) -> N
     assert detect(fedora, rpm_ostree=True) == HostSupport("fedora 41", "", GRUBBY, 256)
     coreos = _root(tmp_path / "coreos", {
         "/usr/lib/os-release": 'PRETTY_NAME="Red Hat Enterprise Linux CoreOS 9.6"\n',
-        "/run/ostree-booted": "", "/usr/bin/bootc": "",
+        "/run/ostree-booted": "", "/usr/bin/bootc": "", "/usr/bin/rpm-ostree": "",
     })  # fmt: skip
     assert detect(coreos, rpm_ostree=True).os_image == RPM_OSTREE
     assert detect(coreos, rpm_ostree=True).kernel_arguments == RPM_OSTREE
     assert detect(coreos, rpm_ostree=False).os_image == BOOTC
+    bootc_only = _root(tmp_path / "bootc", {"/run/ostree-booted": "", "/usr/bin/bootc": ""})
+    assert detect(bootc_only, rpm_ostree=True).os_image == BOOTC  # a client, no rpm-ostree
     ubuntu_no_tools = _root(tmp_path / "bare", {
         "/etc/os-release": 'PRETTY_NAME="Ubuntu 24.04 LTS"\n', "/etc/default/grub": "",
     })  # fmt: skip

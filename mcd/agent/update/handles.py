@@ -18,7 +18,7 @@ from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.osupdate.imagemode import CURRENT_IMAGE_PATH, embed
-from mcd.model.planning.applicability import GRUB, GRUBBY, HostSupport
+from mcd.model.planning.applicability import BOOTC, GRUB, GRUBBY, HostSupport
 from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
@@ -48,13 +48,16 @@ class Node:
 
     @property
     def ostree(self) -> bool:
-        return self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+        """rpm-ostree's host (a bootc host without rpm-ostree is not: ``support()``)."""
+        ostree = self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+        return ostree and self.support().os_image != BOOTC
 
     def support(self) -> HostSupport:
         """What this host can apply (:mod:`mcd.host.bootloader.detect`), detected once: the
         planner gets it as data (:mod:`mcd.model.planning.applicability`)."""
         if self.host_support is None:
-            self.host_support = detect.detect(self.root, rpm_ostree=self.ostree)
+            rpm = self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+            self.host_support = detect.detect(self.root, rpm_ostree=rpm)
         return self.host_support
 
     def bootloader(self) -> BootLoader | None:

@@ -93,7 +93,7 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
     report = validate_on_disk(mc, host.root, host.effects.systemd)
     if not report.ok:
         return report.reasons()[0]
-    boot_problem = postboot.kernel_arguments_problem(host, mc)  # GRUB drop-in, /proc/cmdline
+    boot_problem = postboot.boot_problem(host, mc)  # bootc image, GRUB drop-in, /proc/cmdline
     if boot_problem:
         return unexpected_state(mc.name, boot_problem)
     if host.ostree and host.rpm is not None and mc.os_image_url:

@@ -4,7 +4,8 @@ kernel arguments, the systemd version (:class:`mcd.model.planning.applicability.
 Nothing is guessed from the distribution's name: a tool counts when its files are there.
 
 - OS image: ``rpm-ostree`` on an ostree-booted host (``/run/ostree-booted``) with an
-  rpm-ostree client, else ``bootc`` on an ostree-booted host that has ``bootc``, else none.
+  rpm-ostree client (and rpm-ostree in the root, or no bootc there), else ``bootc`` on an
+  ostree-booted host that has ``bootc``, else none.
 - Kernel arguments: rpm-ostree's deployments on such a host; else GRUB when
   ``/etc/default/grub`` and ``update-grub`` or ``grub-mkconfig`` are there (Debian, Ubuntu:
   their ``grub-mkconfig`` sources ``/etc/default/grub.d/*.cfg``); else ``grubby`` with
@@ -68,10 +69,11 @@ def detect(root: Root, *, rpm_ostree: bool) -> HostSupport:
     """What the host under ``root`` can apply. ``rpm_ostree``: mcd has an rpm-ostree client
     for it (the agent's own view, as upstream's ``isCoreOS``)."""
     ostree = root.exists(OSTREE_BOOTED)
+    bootc = bool(find_tool(root, "bootc"))
     image = ""
-    if ostree and rpm_ostree:
+    if ostree and rpm_ostree and (find_tool(root, "rpm-ostree") or not bootc):
         image = RPM_OSTREE
-    elif ostree and find_tool(root, "bootc"):
+    elif ostree and bootc:  # a bootc host without rpm-ostree
         image = BOOTC
     return HostSupport(
         os=os_name(root),
