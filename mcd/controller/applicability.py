@@ -9,11 +9,7 @@ from typing import Any
 
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, machine_config_from_object
-from mcd.model.planning.applicability import (
-    HOST_SUPPORT_ANNOTATION,
-    HostSupport,
-    support_from_annotation,
-)
+from mcd.model.planning.applicability import host_support_of
 from mcd.model.planning.poolfit import CONDITION, Member, condition, unfit
 from mcd.model.pool.pools import SelectorError, name_of, nodes_for_pool, target_of
 from mcd.model.pool.rollout import condition as find_condition
@@ -37,7 +33,7 @@ def update_condition(
         members = nodes_for_pool(pool, pools, nodes)
     except SelectorError:
         return
-    reported = [(n, _support(n)) for n in members]
+    reported = [(n, host_support_of(n)) for n in members]
     if not said and all(s is None for _, s in reported):
         return
     parsed: dict[str, MachineConfig | None] = {}
@@ -64,10 +60,6 @@ def update_condition(
 
 def _annotations(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return (node.get("metadata") or {}).get("annotations") or {}
-
-
-def _support(node: Mapping[str, Any]) -> HostSupport | None:
-    return support_from_annotation(str(_annotations(node).get(HOST_SUPPORT_ANNOTATION) or ""))
 
 
 def _current(node: Mapping[str, Any]) -> str:

@@ -74,3 +74,26 @@ def test_no_condition_while_every_node_can_apply() -> None:
     pool = _pool("rendered-worker-3")
     update_condition(pool, [pool], nodes, CONFIGS, conditions, "2026-11-26T10:00:00Z")
     assert conditions == []
+
+
+def test_mcd_plan_pool_shows_the_node_that_cannot_take_the_pools_next_config() -> None:
+    from mcd.controller.preview import describe_preview, preview_pool
+
+    pool = _pool("rendered-worker-1")
+    pool["spec"]["machineConfigSelector"] = {"matchLabels": {"pool": "worker"}}
+    source = mc_doc("50-worker-rt", kernelType="realtime")
+    source["metadata"]["labels"] = {"pool": "worker"}
+    configs = {**CONFIGS, "50-worker-rt": source}
+    nodes = [
+        _node("debian-1", "rendered-worker-1", DEBIAN),
+        _node("rhcos-1", "rendered-worker-1", COREOS),
+    ]
+    preview = preview_pool(pool, [pool], configs, nodes)
+    rows = {r.name: r for r in preview.nodes}
+    assert rows["debian-1"].action == "unreconcilable"
+    assert (
+        f"cannot apply {preview.target} on this node (Debian GNU/Linux 12 (bookworm)): "
+        'spec.kernelType "realtime" needs rpm-ostree' in rows["debian-1"].reason
+    )
+    assert rows["rhcos-1"].action == "update" and rows["rhcos-1"].reboot
+    assert "debian-1: can't reconcile config" in describe_preview(preview)

@@ -20,7 +20,9 @@ node) keeps upstream's assumption of a CoreOS node.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.text import goquote
@@ -104,6 +106,12 @@ def support_from_annotation(value: str) -> HostSupport | None:
     if kargs not in ("", *KARGS_TOOLS) or not isinstance(version, int):
         return None
     return HostSupport(os_name[:200], str(image), str(kargs), max(0, version))
+
+
+def host_support_of(node: Mapping[str, Any]) -> HostSupport | None:
+    """What a Node object says its host can apply (its annotation), None when nothing."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return support_from_annotation(str(annotations.get(HOST_SUPPORT_ANNOTATION) or ""))
 
 
 @dataclass(frozen=True)
