@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcd.controller.applicability import update_condition
+from mcd.controller.preview import describe_preview, preview_pool
 from mcd.model.planning.applicability import (
     COREOS,
     GRUB,
@@ -77,8 +78,6 @@ def test_no_condition_while_every_node_can_apply() -> None:
 
 
 def test_mcd_plan_pool_shows_the_node_that_cannot_take_the_pools_next_config() -> None:
-    from mcd.controller.preview import describe_preview, preview_pool
-
     pool = _pool("rendered-worker-1")
     pool["spec"]["machineConfigSelector"] = {"matchLabels": {"pool": "worker"}}
     source = mc_doc("50-worker-rt", kernelType="realtime")
