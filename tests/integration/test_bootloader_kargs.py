@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mcd.agent.boot.firstboot import ENCAPSULATED, firstboot_complete
 from mcd.agent.bootloader.postboot import kernel_arguments_problem
 from mcd.agent.commands.once import once_from
 from mcd.agent.update.handles import Node
@@ -154,3 +155,18 @@ def test_after_the_boot_the_running_kernel_must_carry_the_arguments(debian: Path
     dropin = debian / GRUB_DROPIN.lstrip("/")
     dropin.write_text(dropin.read_text() + "GRUB_CMDLINE_LINUX=\n")  # a hand edit
     assert kernel_arguments_problem(node, mc) == f'content mismatch for file "{GRUB_DROPIN}"'
+
+
+def test_firstboot_puts_the_configs_arguments_into_grub_once(debian: Path) -> None:
+    runner = GrubRunner()
+    node = _node(debian, runner)
+    encapsulated = debian / ENCAPSULATED.lstrip("/")
+    doc = mc_doc("rendered-1", kernelArguments=["nosmt"])
+    encapsulated.write_text(json.dumps(doc))
+    assert firstboot_complete(node, skip_reboot=True) is Outcome.REBOOT_PENDING
+    assert (debian / GRUB_DROPIN.lstrip("/")).read_bytes() == grub_dropin(["nosmt"])
+    assert runner.calls == [["chroot", str(debian), "update-grub"]]
+    # run again on the same config (the drop-in carries it): nothing to do, no update-grub
+    encapsulated.write_text(json.dumps(doc))
+    assert firstboot_complete(_node(debian, runner), skip_reboot=True) is Outcome.DONE
+    assert len(runner.calls) == 1

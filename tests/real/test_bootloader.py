@@ -29,6 +29,7 @@ from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.real.systemd_container import GRUB_PACKAGES, SystemdContainer, unavailable
 
+pytestmark = pytest.mark.xdist_group("real-grub")  # one container for the module
 REPO = Path(__file__).resolve().parents[2]
 SITES = tuple(dict.fromkeys(Path(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")))
 KERNEL = "6.1.0-mcd-amd64"
