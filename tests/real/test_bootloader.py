@@ -94,6 +94,7 @@ class Node:
         """Every entry boots with exactly ``args`` from mcd: the normal ones before Debian's
         ``GRUB_CMDLINE_LINUX_DEFAULT`` (``quiet``), the recovery ones after ``single``."""
         entries = self.booted_arguments()
+        args = " ".join(args).split()  # grub.cfg's words (a quoted argument may hold spaces)
         normal = [e for e in entries if e[:1] != ["single"]]
         recovery = [e for e in entries if e[:1] == ["single"]]
         assert normal and recovery, entries
@@ -135,13 +136,16 @@ def test_once_from_adds_replaces_and_removes_kernel_arguments_through_update_gru
     node: Node,
 ) -> None:
     code, _, err = node.mcd(
-        "once-from", node.config("rendered-worker-1", kernelArguments=["nosmt", "foo=bar baz"]),
+        "once-from", node.config("rendered-worker-1", kernelArguments=[
+            "nosmt", "foo=bar baz", 'acpi_osi="Windows 2020"']),
         "--root", "/", "--skip-reboot",
     )  # fmt: skip
     assert code == 0, err
     assert node.current() == "rendered-worker-1"
-    assert "'nosmt foo=bar baz'" in node.path(GRUB_DROPIN).read_text()
-    node.expect_booted(["nosmt", "foo=bar", "baz"])
+    assert (
+        "'nosmt foo=bar baz acpi_osi=\"Windows 2020\"'" in node.path(GRUB_DROPIN).read_text()
+    )  # single-quoted for the shell that sources it
+    node.expect_booted(["nosmt", "foo=bar", "baz", 'acpi_osi="Windows 2020"'])
 
     # the old config's arguments all go, the new ones come, in their order
     code, _, err = node.mcd(
@@ -193,6 +197,8 @@ def test_fields_a_debian_node_cannot_apply_are_refused_by_name_and_nothing_chang
         ("rendered-worker-8", {"extensions": ["usbguard"]}, "spec.extensions"),
         ("rendered-worker-9", {"osImageURL": "quay.io/example/os@sha256:" + "a" * 64},
          "spec.osImageURL"),
+        # what update-grub itself fails on ("syntax error"): refused before anything is written
+        ("rendered-worker-10", {"kernelArguments": ["it's=$HOME"]}, "spec.kernelArguments"),
     ):  # fmt: skip
         new = node.config(name, **spec)
         code, out, err = node.mcd("plan", "--root", "/", CURRENT_CONFIG_PATH, new)

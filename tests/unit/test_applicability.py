@@ -146,3 +146,16 @@ def test_a_foreign_annotation_is_never_trusted(value: str) -> None:
     )
     assert support_from_annotation('{"os": "x", "osImage": "yum"}') is None
     assert support_from_annotation('{"os": "x", "osImage": "", "kernelArguments": "lilo"}') is None
+
+
+def test_arguments_grub_cannot_carry_are_refused_on_a_grub_node_only() -> None:
+    old, new = mc("rendered-1"), mc("rendered-2", kernelArguments=["nosmt", "it's=$HOME"])
+    plan = make_plan(old, new, host=DEBIAN)
+    assert not plan.reconcilable
+    assert plan.reason.endswith(
+        "spec.kernelArguments \"it's=$HOME\": GRUB's grub.cfg cannot carry "
+        "' $ \\ ; | & < > { } or ` in an argument"
+    )
+    assert make_plan(old, new, host=COREOS).reconcilable  # rpm-ostree takes it as it is
+    fine = mc("rendered-3", kernelArguments=['acpi_osi="Windows 2020"', "a=b,c:d"])
+    assert make_plan(old, fine, host=DEBIAN).reconcilable

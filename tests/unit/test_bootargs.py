@@ -74,6 +74,10 @@ def test_missing_from_cmdline_compares_word_by_word() -> None:
     cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro nosmt=force quiet\n"
     assert missing_from_cmdline(["nosmt", "quiet"], cmdline) == ["nosmt"]
     assert missing_from_cmdline(["nosmt=force quiet"], cmdline) == []
+    # the kernel (and GRUB's parser) take quotes as grouping only
+    booted = 'root=/dev/vda1 ro cgroup_no_v1=all "acpi_osi=Windows 2020" quiet'
+    assert missing_from_cmdline(['cgroup_no_v1="all"', 'acpi_osi="Windows 2020"'], booted) == []
+    assert missing_from_cmdline(['acpi_osi="Windows 2021"'], booted) == ['acpi_osi="Windows 2021"']
 
 
 # -- the reboot kind ----------------------------------------------------------------------

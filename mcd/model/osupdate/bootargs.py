@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from mcd.model.osupdate.kargs import parse_kernel_arguments
+from mcd.model.osupdate.kargs import parse_kernel_arguments, split_kernel_arguments
 
 GRUB_DROPIN_DIR = "/etc/default/grub.d"
 GRUB_DROPIN = f"{GRUB_DROPIN_DIR}/99-mcd-kernel-arguments.cfg"
@@ -59,7 +59,12 @@ def grubby_commands(old: Sequence[str], new: Sequence[str]) -> list[list[str]]:
 
 
 def missing_from_cmdline(expected: Iterable[str], cmdline: str) -> list[str]:
-    """Expected arguments absent from a kernel command line (``/proc/cmdline``, a boot entry's
-    ``linux`` line), compared word by word as upstream compares ``rpm-ostree kargs``."""
-    present = set(cmdline.split())
-    return [a for a in parse_kernel_arguments(expected) if a not in present]
+    """Expected arguments absent from a kernel command line (``/proc/cmdline``), argument by
+    argument. Double quotes only group for the kernel (``a="x"`` is ``a=x``), and GRUB's
+    script parser drops and re-adds them, so both sides are compared without them."""
+    present = {_unquoted(a) for a in split_kernel_arguments(cmdline)}
+    return [a for a in parse_kernel_arguments(expected) if _unquoted(a) not in present]
+
+
+def _unquoted(arg: str) -> str:
+    return arg.replace('"', "")
