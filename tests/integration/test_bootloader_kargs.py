@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from mcd.agent.boot.firstboot import ENCAPSULATED, firstboot_complete
 from mcd.agent.bootloader.postboot import kernel_arguments_problem
@@ -18,6 +19,7 @@ from mcd.agent.commands.once import once_from
 from mcd.agent.update.handles import Node
 from mcd.agent.update.journal import JOURNAL
 from mcd.agent.update.transaction import Outcome, UpdateError
+from mcd.cli import cli
 from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.host.runner import CommandError, CommandResult, Runner
@@ -25,6 +27,7 @@ from mcd.model.machineconfig import load_machine_config
 from mcd.model.osupdate.bootargs import GRUB_DROPIN, grub_dropin
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
+from tests.e2e.harness import make_root
 from tests.fakes.memory_systemd import MemorySystemd
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
@@ -170,3 +173,25 @@ def test_firstboot_puts_the_configs_arguments_into_grub_once(debian: Path) -> No
     encapsulated.write_text(json.dumps(doc))
     assert firstboot_complete(_node(debian, runner), skip_reboot=True) is Outcome.DONE
     assert len(runner.calls) == 1
+
+
+def test_mcd_plan_root_refuses_on_debian_and_accepts_on_an_ostree_root(
+    debian: Path, tmp_path: Path
+) -> None:
+    ostree = tmp_path / "ostree-root"
+    make_root(ostree)  # RHCOS's os-release, /run/ostree-booted
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(mc_doc("rendered-1")))
+    new.write_text(json.dumps(mc_doc("rendered-2", kernelType="realtime", extensions=["usbguard"],
+                                     kernelArguments=["nosmt"])))  # fmt: skip
+    refused = CliRunner().invoke(cli, ["plan", "--root", str(debian), str(old), str(new)])
+    assert refused.exit_code == 2, refused.output
+    assert "Node: Debian GNU/Linux 12 (bookworm) (OS image: none; kernel arguments: grub" in (
+        refused.output
+    )
+    assert "Not applicable: spec.extensions: needs rpm-ostree; the node has none" in refused.output
+    assert 'Not applicable: spec.kernelType: "realtime" needs rpm-ostree' in refused.output
+    accepted = CliRunner().invoke(cli, ["plan", "--root", str(ostree), str(old), str(new)])
+    assert accepted.exit_code == 0, accepted.output
+    assert "(OS image: rpm-ostree; kernel arguments: rpm-ostree" in accepted.output
+    assert "Reboot kind: full (the kernel or its command line changes" in accepted.output
