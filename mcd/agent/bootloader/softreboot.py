@@ -34,10 +34,7 @@ RECORD = "/etc/machine-config-daemon/soft-reboot.json"
 
 
 def allowed(ctx: Context) -> bool:
-    """The setting: the Node's own ``mcd-project.github.io/soft-reboot``, else its pool's
-    (not asked for on a host whose systemd cannot soft-reboot)."""
-    if not ctx.host.support().soft_reboot:
-        return False
+    """The setting: the Node's own ``mcd-project.github.io/soft-reboot``, else its pool's."""
     node = ctx.writer.current()
     meta = node.get("metadata") or {}
     mine = (meta.get("annotations") or {}).get(SOFT_REBOOT_ANNOTATION)
