@@ -27,6 +27,7 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document
 
 if TYPE_CHECKING:
+    from mcd.model.planning.applicability import HostSupport
     from mcd.model.planning.plan import UpdatePlan
 
 # Each command imports what only it uses inside its body (PLC0415): start-up is most of
@@ -39,6 +40,12 @@ if TYPE_CHECKING:
 @policy_option
 @from_cluster_option
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
+@click.option(
+    "--root",
+    "host_root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Plan for the host under this root: what it can apply (OS image tool, boot loader).",
+)
 @plan_flags
 @output_options
 @reports_config_errors
@@ -48,6 +55,7 @@ def plan(
     policy_file: Path | None,
     node_name: str | None,
     kubeconfig: str | None,
+    host_root: Path | None,
     force: bool,
     legacy: bool,
     as_json: bool,
@@ -55,7 +63,10 @@ def plan(
     """Show what moving a node from OLD to NEW changes, costs, and why.
 
     With --from-cluster NODE, OLD and NEW are the node's current and desired
-    configs and the policies come from MachineConfiguration/cluster.
+    configs and the policies come from MachineConfiguration/cluster. With --root,
+    a change the host there cannot apply (an OS image, kernel type or extensions
+    without rpm-ostree or bootc, kernel arguments with no boot loader mcd drives)
+    is not reconcilable, naming the field and the OS.
     Exit 0 when the change is reconcilable, 2 when it is not, 1 on bad or missing input.
     """
     import dataclasses  # noqa: PLC0415
@@ -69,8 +80,10 @@ def plan(
     from mcd.model.planning.plan import make_plan  # noqa: PLC0415
 
     if node_name is not None:
-        if old is not None or policy_file is not None or force or legacy:
-            raise click.UsageError("--from-cluster takes no OLD/NEW, --policy, --force or --legacy")
+        if old is not None or policy_file is not None or force or legacy or host_root:
+            raise click.UsageError(
+                "--from-cluster takes no OLD/NEW, --policy, --root, --force or --legacy"
+            )
         result = cluster_plan(node_name, kubeconfig)
     else:
         if old is None or new is None:
@@ -83,12 +96,22 @@ def plan(
                 raise ConfigError(f"{policy_file}: {e}") from e
             policies = merge_policies(DEFAULT_POLICIES, user)
             policies = dataclasses.replace(policies, source=f"{policy_file}: {policies.source}")
-        result = make_plan(read_config(old), read_config(new), policies, force=force, legacy=legacy)
+        host = _host_support(host_root) if host_root is not None else None
+        result = make_plan(
+            read_config(old), read_config(new), policies, force=force, legacy=legacy, host=host
+        )
     if as_json:
         say(json.dumps(result.to_json(), indent=2))
     else:
         say(describe_plan(result), nl=False)
     sys.exit(EXIT_OK if result.reconcilable else EXIT_MISMATCH)
+
+
+def _host_support(root: Path) -> HostSupport:
+    from mcd.host.bootloader.detect import detect  # noqa: PLC0415
+    from mcd.host.rootfs import Root  # noqa: PLC0415
+
+    return detect(Root(root), rpm_ostree=True)  # as the agent: an ostree host is rpm-ostree's
 
 
 def cluster_plan(node: str, kubeconfig: str | None) -> UpdatePlan:
@@ -119,6 +142,7 @@ def validate(config: Path, root: Path) -> None:
     ``systemctl --root`` for an offline root). Prints every mismatch (never file
     contents). Exit 0 when the node matches, 2 when it does not, 1 on bad input.
     """
+    from mcd.host.bootloader.kargs import dropin_problem  # noqa: PLC0415
     from mcd.host.ondisk.validation import validate_on_disk  # noqa: PLC0415
     from mcd.host.rootfs import Root  # noqa: PLC0415
     from mcd.host.runner import Runner  # noqa: PLC0415
@@ -133,7 +157,11 @@ def validate(config: Path, root: Path) -> None:
         systemd.close()
     for reason in report.reasons():
         say(reason)
-    if not report.ok:
+    grub = _host_support(root).kernel_arguments == "grub"
+    boot = grub and dropin_problem(node, mc.kernel_arguments)
+    if boot:  # the managed GRUB drop-in, changed by hand
+        say(f"unexpected on-disk state validating against {mc.name}: {boot}")
+    if not report.ok or boot:
         sys.exit(EXIT_MISMATCH)
     say(
         f"on-disk state matches {mc.name}: {report.files_checked} files, "

@@ -121,6 +121,12 @@ def controller_command(
     help="With --pool or --from-cluster; default: $KUBECONFIG.",
 )
 @policy_option
+@click.option(
+    "--root",
+    "host_root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Plan for the host under this root: what it can apply (OS image tool, boot loader).",
+)
 @plan_flags
 @output_options
 @click.pass_context
@@ -132,6 +138,7 @@ def plan_command(
     node_name: str | None,
     kubeconfig: str | None,
     policy_file: Path | None,
+    host_root: Path | None,
     force: bool,
     legacy: bool,
     as_json: bool,
@@ -151,13 +158,14 @@ def plan_command(
             policy_file=policy_file,
             node_name=node_name,
             kubeconfig=kubeconfig,
+            host_root=host_root,
             force=force,
             legacy=legacy,
             as_json=as_json,
         )
         return
-    if old is not None or new is not None or node_name is not None:
-        raise click.UsageError("--pool takes no OLD, NEW or --from-cluster")
+    if old is not None or new is not None or node_name is not None or host_root is not None:
+        raise click.UsageError("--pool takes no OLD, NEW, --root or --from-cluster")
     from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import machine_config_from_object
+from mcd.model.planning.applicability import HostSupport, host_support_of
 from mcd.model.planning.plan import UpdatePlan, make_plan
 from mcd.model.pool.pools import (
     NodeView,
@@ -112,8 +113,11 @@ def preview_pool(
     pending = upstream_order([v for v in views if v.desired != target or not v.done])
     batch_of = {v.name: i // limit + 1 for i, v in enumerate(pending)}
     rows = []
+    hosts = {name_of(n): host_support_of(n) for n in nodes}  # what each node can apply
     for v in sorted(views, key=lambda v: (batch_of.get(v.name, 0) or 10**9, v.name)):
-        rows.append(_row(v, target, target_spec, configs, batch_of.get(v.name, 0)))
+        rows.append(
+            _row(v, target, target_spec, configs, batch_of.get(v.name, 0), hosts.get(v.name))
+        )
     return PoolPreview(
         pool=name,
         target=target,
@@ -128,13 +132,18 @@ def preview_pool(
 
 
 def _row(
-    v: NodeView, target: str, target_doc: Obj | None, configs: Mapping[str, Obj], batch: int
+    v: NodeView,
+    target: str,
+    target_doc: Obj | None,
+    configs: Mapping[str, Obj],
+    batch: int,
+    host: HostSupport | None = None,
 ) -> NodeRow:
     if v.done and v.current == target:
         return NodeRow(v.name, v.current, "none", "none", False, False, 0)
     if v.desired == target and not v.done:
         return NodeRow(v.name, v.current, "updating", "-", False, False, batch)
-    plan = _plan(configs.get(v.current), target_doc)
+    plan = _plan(configs.get(v.current), target_doc, host)
     if isinstance(plan, str):
         return NodeRow(v.name, v.current or "-", "update", "unknown", True, True, batch, plan)
     if not plan.reconcilable:
@@ -142,7 +151,7 @@ def _row(
     return NodeRow(v.name, v.current, "update", plan.cost.label, plan.drain, plan.reboot, batch)
 
 
-def _plan(old: Obj | None, new: Obj | None) -> UpdatePlan | str:
+def _plan(old: Obj | None, new: Obj | None, host: HostSupport | None = None) -> UpdatePlan | str:
     if old is None:
         return "current config not found; assuming a drain and a reboot"
     if new is None:
@@ -151,6 +160,7 @@ def _plan(old: Obj | None, new: Obj | None) -> UpdatePlan | str:
         return make_plan(
             machine_config_from_object(old, name_of(old)),
             machine_config_from_object(new, name_of(new)),
+            host=host,
         )
     except ConfigError as e:
         return str(e)

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.controller import applicability
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
@@ -138,6 +139,9 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
+        applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
+            pool, snap.pools, snap.nodes, snap.configs, status["conditions"], stamp
+        )
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)

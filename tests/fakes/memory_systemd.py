@@ -22,6 +22,8 @@ class MemorySystemd:
         self.calls: list[tuple[str, tuple[str, ...]]] = []
         self.active: dict[str, str] = {}
         """ActiveState by unit; every unit not named here is ``active``."""
+        self.soft_reboot_count: int | None = None
+        """``SoftRebootsCount`` (None: a systemd older than 256)."""
 
     def _set(self, verb: str, units: Sequence[str], state: str) -> None:
         self.calls.append((verb, tuple(units)))
@@ -77,8 +79,11 @@ class MemorySystemd:
     def start(self, unit: str) -> None:
         self.calls.append(("start", (unit,)))
 
-    def reboot(self, rationale: str) -> None:
-        self.calls.append(("reboot", ()))
+    def reboot(self, rationale: str, soft: bool = False) -> None:
+        self.calls.append(("soft-reboot" if soft else "reboot", ()))
+
+    def soft_reboots(self) -> int | None:
+        return self.soft_reboot_count
 
     def close(self) -> None:
         return None

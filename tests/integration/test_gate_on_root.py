@@ -25,6 +25,7 @@ from mcd.host.effects import HostEffects
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.ignition.guards import RHCOS_TOPLEVEL_LINKS
+from mcd.model.planning.applicability import COREOS  # (no rpm-ostree client here)
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
 from tests.e2e.harness import IMAGE_A, make_root
@@ -46,7 +47,7 @@ def doc(name: str, files: list[dict[str, Any]]) -> dict[str, Any]:
 def apply(root: Path, document: dict[str, Any]) -> Outcome:
     source = root.parent / f"{document['metadata']['name']}.json"
     source.write_text(json.dumps(document))
-    node = Node(Root(root), HostEffects(Root(root), MemorySystemd(root)))
+    node = Node(Root(root), HostEffects(Root(root), MemorySystemd(root)), host_support=COREOS)
     return once_from(str(source), node, skip_reboot=True)
 
 

@@ -42,6 +42,7 @@ from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.machineconfig import MachineConfig, load_machine_config
+from mcd.model.planning.applicability import COREOS  # (no rpm-ostree client here)
 from tests.e2e.harness import IMAGE_A, make_root
 from tests.fakes.memory_systemd import MemorySystemd
 from tests.integration.test_bad_corpus import BASE, Snapshot, deadline, rhcos_links, snapshot
@@ -234,7 +235,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MachineConfig]
     top = tmp_path_factory.mktemp("generated-base")
     root = top / "root"
     make_root(root)
-    node = Node(Root(root), HostEffects(Root(root), MemorySystemd(root)))
+    node = Node(Root(root), HostEffects(Root(root), MemorySystemd(root)), host_support=COREOS)
     assert once_from(str(BASE), node, skip_reboot=True) == Outcome.REBOOT_PENDING
     (root / "etc/escape").symlink_to("../../outside")
     (root / "etc/loop").symlink_to("loop")
@@ -278,7 +279,7 @@ def test_generated_configs_never_crash_hang_escape_or_half_apply(
         beside: Snapshot = snapshot(outside)
         systemd = MemorySystemd(root)
         systemd.states.update(base_states)
-        node = Node(Root(root), HostEffects(Root(root), systemd))
+        node = Node(Root(root), HostEffects(Root(root), systemd), host_support=COREOS)
         with deadline(20, "one generated config"):
             try:
                 outcome = once_from(str(source), node, skip_reboot=True).value

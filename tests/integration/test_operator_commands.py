@@ -150,6 +150,7 @@ def test_status_shows_state_reason_pending_plan_and_events(kube_cluster: TestClu
         f"Pending update:  {one} -> {two}: cost reboot, reboot yes, drain yes; files 1 added, 1 changed, 0 removed"
         in out
     )
+    assert "reboot kind: full (soft reboot not enabled (mcd-project.github.io/soft-reboot))" in out
     assert f"Warning ConfigDriftDetected: {reason}" in out
     as_json = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
     assert as_json["state"] == "Degraded" and as_json["plan"]["files"]["added"] == ["/etc/b"]

@@ -85,10 +85,11 @@ def host_mirror() -> str:
     raise RuntimeError("no Debian mirror in the apt sources; set MCD_TEST_MIRROR")
 
 
-def debootstrap(target: Path, include: list[str], log: Path) -> None:
-    """A minbase Debian of the host's own release into ``target`` (which must not exist)."""
+def debootstrap(target: Path, include: list[str], log: Path, suite: str = "") -> None:
+    """A minbase Debian of the host's own release (or ``suite``) into ``target`` (which must
+    not exist)."""
     argv = ["debootstrap", "--variant=minbase", f"--include={','.join(include)}",
-            host_suite(), str(target), host_mirror()]  # fmt: skip
+            suite or host_suite(), str(target), host_mirror()]  # fmt: skip
     with log.open("w") as out:
         result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False)
     if result.returncode != 0:

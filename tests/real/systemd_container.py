@@ -39,6 +39,9 @@ from tests.real.cache import debootstrap, host_suite, locked, missing
 REBOOT_EXIT = 133
 # python3: mcd runs inside (tests/real/test_try_timer.py); 38 MB more (142 MB), ~20 packages
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3"]
+# GRUB's config tools (grub-mkconfig, update-grub, grub-probe, the 10_linux script) and a kernel
+# image name for it to find: tests/real/test_bootloader.py (about 20 MB more)
+GRUB_PACKAGES = [*PACKAGES, "grub2-common", "grub-pc-bin"]
 # a quiet, deterministic guest: no timers firing mid-test, no getty on the console
 QUIET = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
          "dpkg-db-backup.timer", "console-getty.service", "fstrim.timer"]  # fmt: skip
@@ -52,16 +55,18 @@ def unavailable() -> str | None:
     return missing("systemd-nspawn", "debootstrap", "busctl", "systemctl")
 
 
-def recipe_key() -> str:
+def recipe_key(packages: tuple[str, ...] | list[str] = tuple(PACKAGES), suite: str = "") -> str:
     """What the cached rootfs is made of (release, packages, masked units), as a short hash:
     the cache's name, so a changed recipe is a new build and an old checkout keeps its own."""
-    recipe = "\n".join([host_suite(), " ".join(PACKAGES), " ".join(QUIET)])
+    recipe = "\n".join([suite or host_suite(), " ".join(packages), " ".join(QUIET)])
     return hashlib.sha256(recipe.encode()).hexdigest()[:10]
 
 
-def rootfs() -> Path:
-    """The cached rootfs (built once, about 100 s; concurrent callers wait for one build)."""
-    name = f"systemd-rootfs-{recipe_key()}"
+def rootfs(packages: tuple[str, ...] | list[str] = tuple(PACKAGES), suite: str = "") -> Path:
+    """The cached rootfs (built once, about 100 s; concurrent callers wait for one build).
+    ``packages``: another package list is another rootfs (GRUB's tools: ``GRUB_PACKAGES``);
+    ``suite`` another Debian release (``trixie``: systemd 257, for soft reboots)."""
+    name = f"systemd-rootfs-{recipe_key(packages, suite)}"
     with locked(name) as cache:
         root = cache / name
         if (root / STAMP).exists():
@@ -69,7 +74,7 @@ def rootfs() -> Path:
         for stale in [*cache.glob(f"{name}.tmp.*"), root]:
             shutil.rmtree(stale, ignore_errors=True)
         tmp = cache / f"{name}.tmp.{os.getpid()}"
-        debootstrap(tmp, PACKAGES, cache / f"{name}.log")
+        debootstrap(tmp, list(packages), cache / f"{name}.log", suite)
         (tmp / "etc/hostname").write_text("mcd-node\n")
         subprocess.run(
             ["systemctl", f"--root={tmp}", "mask", *QUIET], capture_output=True, check=False
@@ -100,7 +105,13 @@ def _cgroup_dirs(name: str) -> list[Path]:
 class SystemdContainer:
     """One container; ``root`` is its ``/`` as a host path, ``address`` its system bus."""
 
-    def __init__(self, boot_timeout: float = 90.0, bind_ro: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        boot_timeout: float = 90.0,
+        bind_ro: tuple[Path, ...] = (),
+        packages: tuple[str, ...] | list[str] = tuple(PACKAGES),
+        suite: str = "",
+    ) -> None:
         # short: a unix socket path holds 107 bytes, and pytest's temp dirs run long
         self.dir = Path(tempfile.mkdtemp(prefix="mcd-sd-"))
         self.root = self.dir / "root"
@@ -115,7 +126,7 @@ class SystemdContainer:
         self._cgroups = _cgroup_dirs(self.name) if self._keep_unit else []
         self._mounted = False
         started = time.monotonic()
-        self._layer(rootfs())
+        self._layer(rootfs(packages, suite))
         self.copy_seconds = time.monotonic() - started
         self.dbus_dir = self.dir / "dbus"
         self.dbus_dir.mkdir()

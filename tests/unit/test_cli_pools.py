@@ -33,7 +33,7 @@ def test_plan_needs_files_or_a_pool() -> None:
     )
     code, out, err = run("plan", EX1, "--pool", "worker")
     assert (code, out) == (64, "")
-    assert err.splitlines()[-1] == "Error: --pool takes no OLD, NEW or --from-cluster"
+    assert err.splitlines()[-1] == "Error: --pool takes no OLD, NEW, --root or --from-cluster"
 
 
 def test_plan_pool_without_a_cluster_says_so(tmp_path: Path) -> None:

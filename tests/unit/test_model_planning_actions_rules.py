@@ -121,6 +121,10 @@ def test_plan_json_has_every_key_a_script_reads() -> None:
                        "actions": [{"type": "Reboot"}]}],
         "force": False,
         "policySource": "the default cluster policies",
+        "host": None,
+        "notApplicable": [],
+        "rebootKind": {"kind": "full",
+                       "why": "the kernel or its command line changes (kargs)"},
     }  # fmt: skip
 
 

@@ -44,6 +44,7 @@ def test_an_os_update_lists_every_change_then_reboots_and_drains() -> None:
         "Actions: Reboot",
         "Drain: yes (the update reboots the node)",
         "Reboot: yes",
+        "Reboot kind: full (the kernel or its command line changes (osUpdate, kargs))",
         "Cost: reboot",
     ]
 
@@ -57,6 +58,7 @@ def test_the_force_file_is_said_and_is_the_only_reason() -> None:
         "Actions: Reboot",
         "Drain: yes (the update reboots the node)",
         "Reboot: yes",
+        "Reboot kind: full (the kernel or its command line changes (osUpdate))",
         "Cost: reboot",
     ]
     assert not any(line.startswith("Force") for line in lines(describe_plan(make_plan(old, new))))

@@ -40,11 +40,13 @@ def _complete(
         booted_image = node.rpm.booted_image()
         have = set(node.rpm.kargs_output().split())
         kargs = tuple(a for a in new.kernel_arguments if a in have)
+    elif (loader := node.bootloader()) is not None and loader.dropin_problem(kargs):
+        kargs = ()  # the boot loader does not carry them yet (GRUB's drop-in, grubby's entries)
     fips = node.fips_for(new)  # upstream setNodeFipsIntoMC: the node's FIPS mode
     old = dataclasses.replace(
         empty_machine_config(), os_image_url=booted_image, kernel_arguments=kargs, fips=fips
     )
-    plan = make_plan(old, new, legacy=True, node_fips=fips)
+    plan = make_plan(old, new, legacy=True, node_fips=fips, host=node.support())
     if plan.diff.is_empty():
         fsops.remove(root, config_path)
         log.info("skipping reboot since no changes were detected from %s to %s", old.name, new.name)

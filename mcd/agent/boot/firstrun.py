@@ -27,6 +27,7 @@ from mcd.agent.boot.bootstrap import (
     load_node_annotations,
     with_bootstrap_image,
 )
+from mcd.agent.bootloader import softreboot, support
 from mcd.agent.safety import bootretry, health, owed
 from mcd.agent.update import gating, imagemode, progress
 from mcd.agent.update.context import (
@@ -71,6 +72,7 @@ def boot(ctx: Context, node: Obj) -> None:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
         progress.rebooted(ctx)
+    support.publish(ctx, annotations)  # what this host can apply, for the controller
     force = ctx.host.root.exists(FORCE_FILE)
     still_owed = owed.pending_in(ctx.host.root, ctx.host.boot_id())
     interrupted = Journal(ctx.host.root).pending()
@@ -80,12 +82,17 @@ def boot(ctx: Context, node: Obj) -> None:
             ctx.guard.protect() if interrupted else nullcontext(),
         ):
             seal_state(ctx.host.root)
+            proof = softreboot.settle(ctx.host, still_owed)  # a soft reboot keeps the boot id
             outcome = recover(
                 ctx.host, force=force, before_reboot=lambda why: before_reboot(ctx, why),
-                gate=gating.gate_for(ctx) if interrupted else None,
+                gate=gating.gate_for(ctx) if interrupted else None, soft_rebooted=bool(proof),
             )  # fmt: skip
     except (UpdateError, LockBusy, StateError, health.GateSettingsError) as e:
         raise SyncError(str(e)) from e
+    if proof:
+        log.info("%s", proof)
+        ctx.events.record(Reason.REBOOT, proof)
+        still_owed = None
     if outcome is Outcome.REBOOTING:
         ctx.reboot_queued = True
         return

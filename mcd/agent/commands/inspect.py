@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,9 @@ from mcd.cluster.policies import PoliciesNotReady, cluster_policies
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.node.health import STATE_ANNOTATION, describe_state
+from mcd.model.planning.applicability import HOST_SUPPORT_ANNOTATION, support_from_annotation
 from mcd.model.planning.plan import UpdatePlan, make_plan
+from mcd.model.planning.rebootkind import SOFT_REBOOT_ANNOTATION, soft_reboot_allowed
 from mcd.model.text import printable
 from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
 
@@ -113,20 +116,30 @@ def wait_code(report: NodeReport) -> int | None:
     return None
 
 
-def _plan(kube: Kube, current: str, desired: str) -> tuple[dict[str, Any] | None, str]:
+def _plan(
+    kube: Kube, current: str, desired: str, annotations: Mapping[str, str]
+) -> tuple[dict[str, Any] | None, str]:
     if not desired or desired == current:
         return None, ""
     try:
-        return plan_between(kube, current, desired).to_json(), ""
+        return plan_between(kube, current, desired, annotations).to_json(), ""
     except (MachineConfigNotFound, ConfigError, PoliciesNotReady) as e:
         return None, str(e)
 
 
-def plan_between(kube: Kube, current: str, desired: str) -> UpdatePlan:
-    """The plan the agent would make: both configs and the policies read from the cluster."""
+def plan_between(
+    kube: Kube, current: str, desired: str, annotations: Mapping[str, str] | None = None
+) -> UpdatePlan:
+    """The plan the agent would make: both configs and the policies read from the cluster;
+    from the Node's ``annotations``, what its host can apply and its soft-reboot setting."""
     old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
     new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
-    return make_plan(old, new, cluster_policies(kube, timeout=0))
+    a = annotations or {}
+    return make_plan(
+        old, new, cluster_policies(kube, timeout=0),
+        host=support_from_annotation(a.get(HOST_SUPPORT_ANNOTATION, "")),
+        soft_reboot=soft_reboot_allowed(a.get(SOFT_REBOOT_ANNOTATION)),
+    )  # fmt: skip
 
 
 def pending_plan(kube: Kube, node: str) -> UpdatePlan:
@@ -135,7 +148,7 @@ def pending_plan(kube: Kube, node: str) -> UpdatePlan:
     current = a.get(Annotation.CURRENT_CONFIG, "")
     if not current:
         raise ConfigError(f"node {node} has no {Annotation.CURRENT_CONFIG} annotation")
-    return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current)
+    return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current, a)
 
 
 def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
@@ -164,7 +177,7 @@ def node_report(
     obj: Obj = kube.request("GET", node_path(node))
     a = annotations_of(obj)
     current, desired = a.get(Annotation.CURRENT_CONFIG, ""), a.get(Annotation.DESIRED_CONFIG, "")
-    plan, plan_error = _plan(kube, current, desired)
+    plan, plan_error = _plan(kube, current, desired, a)
     drain = {
         k: v
         for k, v in (
@@ -225,6 +238,9 @@ def render_report(r: NodeReport) -> str:
         )
         if p.get("policySource"):
             lines.append(f"                 node disruption policies: {p['policySource']}")
+        if p["reboot"] and p.get("rebootKind"):
+            kind = p["rebootKind"]
+            lines.append(f"                 reboot kind: {kind['kind']} ({kind['why']})")
         if not p["reconcilable"]:
             lines.append(f"                 not reconcilable: {printable(p['reason'])}")
     elif r.plan_error:

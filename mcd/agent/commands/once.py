@@ -159,7 +159,9 @@ def _apply_once(
         return result(recovered)  # the interrupted update needs its reboot first
     current = current_config_on_disk(root)
     old, old_doc = current if current else (empty_machine_config(), None)
-    plan = make_plan(old, new, force=force, legacy=True, node_fips=node.fips_for(new))
+    plan = make_plan(
+        old, new, force=force, legacy=True, node_fips=node.fips_for(new), host=node.support()
+    )
     if force:
         fsops.remove(root, FORCE_FILE)  # consumed once the actions are computed
         log.info("Force file %s consumed", FORCE_FILE)

@@ -23,7 +23,7 @@ def gate_for(ctx: Context) -> HealthGate:
     node = ctx.writer.current()
     meta = node.get("metadata") or {}
     node_annotations = meta.get("annotations") or {}
-    settings = load_settings(ctx.host.root, _pool_annotations(ctx, meta), node_annotations)
+    settings = load_settings(ctx.host.root, pool_annotations(ctx, meta), node_annotations)
     gate = HealthGate(
         ctx.host.root, ctx.host.effects.systemd, settings,
         node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
@@ -47,7 +47,8 @@ def _annotate(ctx: Context, verdict: Verdict) -> None:
         log.warning("Could not put the health gate's verdict on node %s: %s", ctx.node_name, e)
 
 
-def _pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:
+def pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:
+    """The annotations of the Node's pool (settings: health gate, soft reboot); {} when none."""
     labels = meta.get("labels")
     pool = pool_of(dict(labels) if isinstance(labels, dict) else {})
     try:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcd.agent.update import imagemode
 from mcd.agent.update.journal import StateError
+from mcd.host.bootloader import detect
+from mcd.host.bootloader.kargs import BootLoader
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
 from mcd.host.osupdate.rpmostree import RpmOstree
@@ -16,6 +18,7 @@ from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.osupdate.imagemode import CURRENT_IMAGE_PATH, embed
+from mcd.model.planning.applicability import BOOTC, GRUB, GRUBBY, HostSupport
 from mcd.model.text import goquote
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 
@@ -40,10 +43,30 @@ class Node:
     root: Root
     effects: HostEffects
     rpm: RpmOstree | None = None
+    host_support: HostSupport | None = field(default=None, repr=False, compare=False)
+    """What the host can apply; detected on first use when not given."""
 
     @property
     def ostree(self) -> bool:
-        return self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+        """rpm-ostree's host (a bootc host without rpm-ostree is not: ``support()``)."""
+        ostree = self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+        return ostree and self.support().os_image != BOOTC
+
+    def support(self) -> HostSupport:
+        """What this host can apply (:mod:`mcd.host.bootloader.detect`), detected once: the
+        planner gets it as data (:mod:`mcd.model.planning.applicability`)."""
+        if self.host_support is None:
+            rpm = self.rpm is not None and self.root.exists(OSTREE_BOOTED)
+            self.host_support = detect.detect(self.root, rpm_ostree=rpm)
+        return self.host_support
+
+    def bootloader(self) -> BootLoader | None:
+        """The boot loader that takes kernel arguments where rpm-ostree does not (None:
+        rpm-ostree's deployments, or none mcd can drive)."""
+        tool = self.support().kernel_arguments
+        if tool not in (GRUB, GRUBBY):
+            return None
+        return BootLoader(self.root, tool, self.effects.runner)
 
     def fips(self) -> bool | None:
         """Upstream ``processFips``: the node's FIPS mode, None when the file is absent.

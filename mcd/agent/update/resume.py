@@ -34,8 +34,11 @@ def recover(
     force: bool = False,
     before_reboot: Callable[[str], None] | None = None,
     gate: HealthGate | None = None,
+    soft_rebooted: bool = False,
 ) -> Outcome | None:
-    """Finish what a killed agent left in the journal; None when there is nothing to do."""
+    """Finish what a killed agent left in the journal; None when there is nothing to do.
+    ``soft_rebooted``: a soft reboot (same boot id) was proven since the update asked for it
+    (:mod:`mcd.agent.bootloader.softreboot`)."""
     loaded = Journal(node.root).load()
     if loaded is None:
         return None
@@ -55,8 +58,8 @@ def recover(
     if entry.phase is Phase.ROLLING_BACK:  # a failed gate's too: back to the old deployment
         return postboot.finish_rollback(txn)
     if entry.phase is Phase.AWAITING_REBOOT:
-        if node.boot_id() == entry.boot_id:
-            return txn._reboot()  # the reboot never happened: ask again
+        if node.boot_id() == entry.boot_id and not soft_rebooted:
+            return txn._reboot()  # the reboot never happened: ask again (a full one)
         booted = node.rpm.status().booted.checksum if node.rpm and entry.staged else ""
         if booted != entry.staged:  # ('' for a reboot update without an OS change)
             log.warning(

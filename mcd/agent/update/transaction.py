@@ -19,6 +19,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from functools import partial
 
+from mcd.agent.bootloader import osstep, softreboot
 from mcd.agent.safety import owed
 from mcd.agent.safety.health import HealthGate
 from mcd.agent.update import events as update_events
@@ -80,9 +81,8 @@ class Transaction:
         record: update_events.Record | None = None,
         gate: HealthGate | None = None,
     ) -> None:
-        """``offline_root``: the root is an image no systemd runs (``once-from`` into a
-        directory): actions that need a running manager (reload, restart, daemon-reload)
-        are recorded as skipped, with a note, instead of failing the update."""
+        """``offline_root``: no systemd runs the root (``once-from`` into a directory):
+        reload, restart, daemon-reload are recorded as skipped instead of failing."""
         self.node = node
         self.gate = gate
         """Run after the actions of a rebootless update; a failed gate rolls it back."""
@@ -209,12 +209,14 @@ class Transaction:
         d = self.plan.diff
         if not (d.os_update or d.kargs or d.kernel_type or d.extensions):
             return False
-        if not self.node.ostree:
-            log.info("updating the OS on non-CoreOS nodes is not supported")
-            return False
-        return True
+        if not self.node.ostree and (refused := osstep.refusal(self.node, self.plan)):
+            raise UpdateError(refused)  # a field this host cannot apply: never silently ignored
+        return self.node.ostree or osstep.needed(self.node, self.plan)
 
     def _os(self) -> None:
+        if not self.node.ostree:  # kernel arguments through the boot loader
+            osstep.apply(self.node, self.plan, self._emit)
+            return
         rpm = self.node.rpm
         assert rpm is not None
         self._emit(update_events.os_started(self.plan))
@@ -295,8 +297,7 @@ class Transaction:
         return Outcome.DONE
 
     def _gated_after_boot(self) -> bool:
-        """A reboot update without an OS change is gated after its boot too: only when the
-        reboot is really asked for and a gate is on."""
+        """A reboot update without an OS change is gated after its boot too (a real reboot)."""
         gate = self.gate
         return not self.skip_reboot and gate is not None and gate.settings.enabled
 
@@ -311,7 +312,7 @@ class Transaction:
         if self.skip_reboot:
             log.info("Reboot needed for %s, skipped on request", self.new.name)
             return Outcome.REBOOT_PENDING
-        rationale = f"Node will reboot into config {self.new.name}"
+        rationale = softreboot.rationale(self.plan)  # soft: the kernel and the boot id stay
         try:
             owed.count_request(self.node.root, self.new.name, self.node.boot_id())
         except owed.RebootNotHappening as e:
@@ -320,7 +321,7 @@ class Transaction:
             self.before_reboot(rationale)
         failpoints.reach("reboot")
         try:
-            self.node.effects.systemd.reboot(rationale)
+            softreboot.issue(self.node, self.plan, rationale)
         except SystemdError as e:
             # Roll back whether or not the config was committed: a node that cannot reboot
             # stays exactly on its old config (upstream leaves the new files in place).
@@ -343,7 +344,7 @@ class Transaction:
     def rollback(self) -> None:
         """Undo every started step, newest first; the journal is cleared at the end."""
         undo = {
-            Step.OS.value: lambda: imagemode.undo_os(self.node.rpm, self.entry.staged),
+            Step.OS.value: lambda: osstep.undo(self.node, self.plan, self.entry.staged),
             Step.PASSWD.value: self._undo_passwd,
             Step.FILES.value: self._undo_files,
         }

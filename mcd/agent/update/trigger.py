@@ -14,6 +14,7 @@ import json
 import logging
 import time
 
+from mcd.agent.bootloader import postboot, softreboot
 from mcd.agent.report import timing
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
@@ -93,6 +94,9 @@ def validate_current(ctx: Context, mc: MachineConfig) -> str:
     report = validate_on_disk(mc, host.root, host.effects.systemd)
     if not report.ok:
         return report.reasons()[0]
+    boot_problem = postboot.boot_problem(host, mc)  # bootc image, GRUB drop-in, /proc/cmdline
+    if boot_problem:
+        return unexpected_state(mc.name, boot_problem)
     if host.ostree and host.rpm is not None and mc.os_image_url:
         try:
             booted = host.rpm.booted_image()
@@ -162,8 +166,9 @@ def _update(
             raise SyncError(reason)
     policies = disruption_policies(ctx)
     plan = make_plan(
-        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc)
-    )
+        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc),
+        host=ctx.host.support(), soft_reboot=softreboot.allowed(ctx),
+    )  # fmt: skip
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 SYSTEMD = "org.freedesktop.systemd1"
 MANAGER_PATH = "/org/freedesktop/systemd1"
 MANAGER = "org.freedesktop.systemd1.Manager"
+PROPERTIES = "org.freedesktop.DBus.Properties"
 DBUS = "org.freedesktop.DBus"
 NO_SUCH_UNIT = {
     "org.freedesktop.systemd1.NoSuchUnit",
@@ -235,13 +236,11 @@ class DBusSystemd:
             states[name] = "auto-restart" if sub == "auto-restart" else active
         return states
 
-    def reboot(self, rationale: str) -> None:
+    def reboot(self, rationale: str, soft: bool = False) -> None:
+        command = "systemctl soft-reboot" if soft else "systemctl reboot"
         properties: list[Any] = [
             ["Description", Variant("s", f"machine-config-daemon: {rationale}")],
-            [
-                "ExecStart",
-                Variant("a(sasb)", [["/bin/sh", ["/bin/sh", "-c", "systemctl reboot"], False]]),
-            ],
+            ["ExecStart", Variant("a(sasb)", [["/bin/sh", ["/bin/sh", "-c", command], False]])],
         ]
         if self.unit_file_state(FINALIZE_STAGED) != NOT_FOUND:
             properties.append(["Requires", Variant("as", [FINALIZE_STAGED])])
@@ -256,6 +255,16 @@ class DBusSystemd:
             properties,
             [],
         )
+
+    def soft_reboots(self) -> int | None:
+        try:
+            (value,) = self._run(
+                self._call_on(self._bus, SYSTEMD, MANAGER_PATH, PROPERTIES, "Get", "ss",
+                              [MANAGER, "SoftRebootsCount"])
+            )  # fmt: skip
+        except DBusCallError:  # an older systemd (no such property): no soft reboots
+            return None
+        return int(value.value)
 
     def close(self) -> None:
         try:

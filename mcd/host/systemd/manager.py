@@ -86,8 +86,13 @@ class SystemdManager(Protocol):
         """``systemctl start``: start ``unit`` and wait for the job."""
         ...
 
-    def reboot(self, rationale: str) -> None:
-        """Queue the reboot as upstream's ``systemd-run --unit machine-config-daemon-reboot``."""
+    def reboot(self, rationale: str, soft: bool = False) -> None:
+        """Queue the reboot as upstream's ``systemd-run --unit machine-config-daemon-reboot``;
+        ``soft``: ``systemctl soft-reboot`` (userspace only, the kernel and boot id stay)."""
+        ...
+
+    def soft_reboots(self) -> int | None:
+        """The manager's ``SoftRebootsCount`` (systemd 256+), None when it has none."""
         ...
 
     def active_states(self, units: Sequence[str]) -> dict[str, str]:

@@ -78,8 +78,11 @@ class OfflineSystemd:
     def active_states(self, units: Sequence[str]) -> dict[str, str]:
         raise self._unavailable("read unit states")
 
-    def reboot(self, rationale: str) -> None:
+    def reboot(self, rationale: str, soft: bool = False) -> None:
         raise self._unavailable("reboot")
+
+    def soft_reboots(self) -> int | None:
+        return None
 
     def close(self) -> None:
         return None

@@ -10,12 +10,14 @@ from mcd.model.disruption.policy import DEFAULT_POLICIES, Action, ActionType, Di
 from mcd.model.errors import UnreconcilableError
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.osupdate.kargs import rpm_ostree_kargs
+from mcd.model.planning import applicability, rebootkind
 from mcd.model.planning.actions import (
     Decision,
     disruption_actions,
     drain_decision,
     legacy_actions,
 )
+from mcd.model.planning.applicability import HostSupport
 from mcd.model.planning.diff import (
     Changes,
     MachineConfigDiff,
@@ -23,6 +25,7 @@ from mcd.model.planning.diff import (
     file_changes,
     unit_changes,
 )
+from mcd.model.planning.rebootkind import RebootChoice
 from mcd.model.planning.reconcile import Overrides, check_diffable, check_reconcilable
 
 
@@ -69,6 +72,11 @@ class UpdatePlan:
     force: bool = False
     policy_source: str = ""
     """Where the node disruption policies came from ('' with the legacy table)."""
+    host: HostSupport | None = None
+    """What the node can apply (None: not known, upstream's CoreOS assumption)."""
+    inapplicable: tuple[applicability.Inapplicable, ...] = ()
+    """Changed fields the node cannot apply (the plan is then not reconcilable)."""
+    reboot_choice: RebootChoice = rebootkind.NO_REBOOT
 
     @property
     def reboot(self) -> bool:
@@ -104,6 +112,9 @@ class UpdatePlan:
             "decisions": [d.to_json() for d in self.decisions],
             "force": self.force,
             "policySource": self.policy_source,
+            "host": self.host.to_json() if self.host is not None else None,
+            "notApplicable": [{"field": f.field, "why": f.why} for f in self.inapplicable],
+            "rebootKind": self.reboot_choice.to_json(),
         }
 
 
@@ -120,12 +131,18 @@ def make_plan(
     legacy: bool = False,
     overrides: Overrides | None = None,
     node_fips: bool | None = None,
+    host: HostSupport | None = None,
+    soft_reboot: bool = False,
 ) -> UpdatePlan:
     """Plan the move from ``old`` to ``new``.
 
     ``force`` is the force file; ``legacy`` selects the firstboot/once-from action
     table instead of node disruption policies. An unreconcilable change yields a
     plan with ``reconcilable=False``, the upstream reason and no actions.
+    ``host`` is what the node can apply (:mod:`mcd.model.planning.applicability`): a
+    changed field it cannot apply makes the plan not reconcilable on that node, naming
+    the field and the OS. ``soft_reboot`` is the pool's setting
+    (:mod:`mcd.model.planning.rebootkind`).
     """
     check_diffable(old, new)
     if node_fips is not None and new.fips == node_fips:
@@ -137,7 +154,15 @@ def make_plan(
     try:
         check_reconcilable(old, new, overrides, node_fips)
     except UnreconcilableError as e:
-        return UpdatePlan(old, new, False, str(e), diff, files, units, force=force)
+        return UpdatePlan(old, new, False, str(e), diff, files, units, force=force, host=host)
+    missing = applicability.inapplicable(old, new, host) if host is not None else []
+    if host is not None and missing and host.known_os:
+        detail = applicability.refusal(new.name, host, missing)
+        reason = str(UnreconcilableError(old.name, new.name, detail))
+        return UpdatePlan(
+            old, new, False, reason, diff, files, units,
+            force=force, host=host, inapplicable=tuple(missing),
+        )  # fmt: skip
     result = (
         legacy_actions(diff, files, force)
         if legacy
@@ -145,6 +170,7 @@ def make_plan(
     )
     drain = drain_decision(result.actions, old, new, files, legacy=legacy)
     kargs = rpm_ostree_kargs(old.kernel_arguments, new.kernel_arguments) if diff.kargs else []
+    reboot = any(a.type is ActionType.REBOOT for a in result.actions)
     return UpdatePlan(
         old=old,
         new=new,
@@ -160,4 +186,7 @@ def make_plan(
         kernel_arguments=tuple(kargs),
         force=force,
         policy_source="" if legacy else policies.source,
+        host=host,
+        inapplicable=tuple(missing),
+        reboot_choice=rebootkind.choose(reboot, diff, host, soft_reboot),
     )

@@ -1,0 +1,213 @@
+"""Kernel arguments on a Debian node through GRUB's own tools (issue 34), in a real systemd
+container whose rootfs carries Debian's ``grub2-common`` and ``grub-pc-bin``: mcd runs INSIDE
+it with ``--root /`` (as an admin on the node would), writes its managed drop-in under
+``/etc/default/grub.d/``, and Debian's ``update-grub`` (``grub-mkconfig``, its ``00_header``
+and ``10_linux`` scripts, sourcing ``/etc/default/grub`` and the drop-ins) writes
+``/boot/grub/grub.cfg``; the test reads the kernel command lines GRUB would boot.
+
+One part is not real: ``grub-probe``. A container has no disk under its ``/``, and
+``grub-mkconfig`` asks ``grub-probe`` for the root device before anything else, so it is
+diverted (``dpkg-divert``) to a script that names a fixed disk. Everything that turns the
+configuration into ``grub.cfg`` is GRUB's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcd.model.osupdate.bootargs import GRUB_DROPIN
+from mcd.model.vocabulary import CURRENT_CONFIG_PATH
+from tests.builders import file_entry, mc_doc
+from tests.real.systemd_container import GRUB_PACKAGES, SystemdContainer, unavailable
+
+pytestmark = pytest.mark.xdist_group("real-grub")  # one container for the module
+REPO = Path(__file__).resolve().parents[2]
+SITES = tuple(dict.fromkeys(Path(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")))
+KERNEL = "6.1.0-mcd-amd64"
+GRUB_PROBE = """#!/bin/sh
+# stand-in for grub-probe in a container (no disk under /): a fixed ext4 partition
+target=""
+for arg in "$@"; do case "$arg" in --target=*) target="${arg#--target=}";; esac; done
+case "$target" in
+  device) echo /dev/vda1 ;;
+  fs) echo ext2 ;;
+  fs_uuid) echo 0f2c6e55-7d3b-4c1e-9d59-3f0e0a1b2c3d ;;
+  partuuid) echo 5e1d0a77-01 ;;
+  partmap) echo msdos ;;
+  abstraction) ;;
+  drive) echo "(hd0,msdos1)" ;;
+  compatibility_hint) echo hd0,msdos1 ;;
+  hints_string) echo "--hint-bios=hd0,msdos1" ;;
+  bios_hints) echo "--hint-bios=hd0,msdos1" ;;
+  *) ;;
+esac
+"""
+DEBIAN = "Debian GNU/Linux 12 (bookworm)"
+
+
+class Node:
+    def __init__(self, container: SystemdContainer) -> None:
+        self.c = container
+
+    def mcd(self, *args: str) -> tuple[int, str, str]:
+        result = self.c.run(
+            "python3", "-m", "mcd", *args, env={"PYTHONPATH": ":".join(map(str, (REPO, *SITES)))}
+        )  # fmt: skip
+        return result.returncode, result.stdout, result.stderr
+
+    def sh(self, *argv: str) -> str:
+        result = self.c.run(*argv)
+        assert result.returncode == 0, f"{argv}: {result.stderr}"
+        return result.stdout
+
+    def config(self, name: str, **spec: Any) -> str:
+        path = f"/var/tmp/{name}.json"
+        doc = mc_doc(name, files=[file_entry("/etc/motd", f"{name}\n", 0o644)], **spec)
+        (self.c.root / path.lstrip("/")).write_text(json.dumps(doc))
+        return path
+
+    def path(self, node_path: str) -> Path:
+        return self.c.root / node_path.lstrip("/")
+
+    def current(self) -> str:
+        doc = json.loads(self.path(CURRENT_CONFIG_PATH).read_text())
+        return str(doc["metadata"]["name"])
+
+    def booted_arguments(self) -> list[list[str]]:
+        """The kernel command line of every ``linux`` entry in ``grub.cfg``, after
+        ``root=... ro``: what this node would boot with."""
+        text = self.path("/boot/grub/grub.cfg").read_text()
+        lines = [ln.split() for ln in text.splitlines() if re.match(r"\s*linux\s", ln)]
+        assert lines, text
+        return [ln[ln.index("ro") + 1 :] for ln in lines]
+
+    def expect_booted(self, args: list[str]) -> None:
+        """Every entry boots with exactly ``args`` from mcd: the normal ones before Debian's
+        ``GRUB_CMDLINE_LINUX_DEFAULT`` (``quiet``), the recovery ones after ``single``."""
+        entries = self.booted_arguments()
+        args = " ".join(args).split()  # grub.cfg's words (a quoted argument may hold spaces)
+        normal = [e for e in entries if e[:1] != ["single"]]
+        recovery = [e for e in entries if e[:1] == ["single"]]
+        assert normal and recovery, entries
+        assert normal == [[*args, "quiet"]] * len(normal)
+        assert recovery == [["single", *args]] * len(recovery)
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[Node]:
+    why = unavailable() or (None if Path("/usr/bin/nsenter").exists() else "no nsenter")
+    if why:
+        pytest.skip(f"real systemd: {why}")
+    binds = (REPO, *(s for s in SITES if not s.is_relative_to(REPO)))
+    container = SystemdContainer(bind_ro=binds, packages=GRUB_PACKAGES)
+    try:
+        root = container.root
+        shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
+        (root / "boot/grub").mkdir(parents=True)  # grub-install made it on a real node
+        for image in (f"vmlinuz-{KERNEL}", f"initrd.img-{KERNEL}"):
+            (root / "boot" / image).write_bytes(b"\0")
+        container.boot()
+        n = Node(container)
+        mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+        theirs = n.sh("python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])").strip()
+        if theirs != mine:
+            pytest.skip(f"the container's python3 is {theirs}, the venv's {mine}")
+        n.sh("dpkg-divert", "--local", "--rename", "--add", "/usr/sbin/grub-probe")
+        probe = root / "usr/sbin/grub-probe"
+        probe.write_text(GRUB_PROBE)
+        probe.chmod(0o755)
+        n.sh("update-grub")
+        n.expect_booted([])
+        yield n
+    finally:
+        container.close()
+
+
+def test_once_from_adds_replaces_and_removes_kernel_arguments_through_update_grub(
+    node: Node,
+) -> None:
+    code, _, err = node.mcd(
+        "once-from", node.config("rendered-worker-1", kernelArguments=[
+            "nosmt", "foo=bar baz", 'acpi_osi="Windows 2020"']),
+        "--root", "/", "--skip-reboot",
+    )  # fmt: skip
+    assert code == 0, err
+    assert node.current() == "rendered-worker-1"
+    assert (
+        "'nosmt foo=bar baz acpi_osi=\"Windows 2020\"'" in node.path(GRUB_DROPIN).read_text()
+    )  # single-quoted for the shell that sources it
+    node.expect_booted(["nosmt", "foo=bar", "baz", 'acpi_osi="Windows 2020"'])
+
+    # the old config's arguments all go, the new ones come, in their order
+    code, _, err = node.mcd(
+        "once-from", node.config("rendered-worker-2", kernelArguments=["mitigations=auto,nosmt",
+                                                                         "nosmt"]),
+        "--root", "/", "--skip-reboot",
+    )  # fmt: skip
+    assert code == 0, err
+    node.expect_booted(["mitigations=auto,nosmt", "nosmt"])
+
+    code, _, err = node.mcd(
+        "once-from", node.config("rendered-worker-3"), "--root", "/", "--skip-reboot"
+    )  # fmt: skip
+    assert code == 0, err
+    assert not node.path(GRUB_DROPIN).exists()
+    node.expect_booted([])
+
+
+def test_validate_finds_the_managed_drop_in_changed_by_hand(node: Node) -> None:
+    source = node.config("rendered-worker-4", kernelArguments=["nosmt"])
+    code, _, err = node.mcd("once-from", source, "--root", "/", "--skip-reboot")
+    assert code == 0, err
+    code, out, err = node.mcd("validate", source, "--root", "/")
+    assert code == 0, out + err
+    dropin = node.path(GRUB_DROPIN)
+    dropin.write_text(dropin.read_text().replace("nosmt", "nosmt quiet=0"))
+    code, out, _ = node.mcd("validate", source, "--root", "/")
+    assert code == 2
+    assert f'content mismatch for file "{GRUB_DROPIN}"' in out
+    # the next update rewrites it from the config, and grub.cfg follows
+    code, _, err = node.mcd(
+        "once-from", node.config("rendered-worker-5", kernelArguments=["nosmt=force"]),
+        "--root", "/", "--skip-reboot",
+    )  # fmt: skip
+    assert code == 0, err
+    node.expect_booted(["nosmt=force"])
+
+
+def test_fields_a_debian_node_cannot_apply_are_refused_by_name_and_nothing_changes(
+    node: Node,
+) -> None:
+    code, _, err = node.mcd(
+        "once-from", node.config("rendered-worker-6"), "--root", "/", "--skip-reboot"
+    )  # fmt: skip
+    assert code == 0, err
+    before = node.path("/boot/grub/grub.cfg").read_bytes()
+    for name, spec, field in (
+        ("rendered-worker-7", {"kernelType": "realtime"}, "spec.kernelType"),
+        ("rendered-worker-8", {"extensions": ["usbguard"]}, "spec.extensions"),
+        ("rendered-worker-9", {"osImageURL": "quay.io/example/os@sha256:" + "a" * 64},
+         "spec.osImageURL"),
+        # what update-grub itself fails on ("syntax error"): refused before anything is written
+        ("rendered-worker-10", {"kernelArguments": ["it's=$HOME"]}, "spec.kernelArguments"),
+    ):  # fmt: skip
+        new = node.config(name, **spec)
+        code, out, err = node.mcd("plan", "--root", "/", CURRENT_CONFIG_PATH, new)
+        assert code == 2, out + err
+        assert field in out and DEBIAN in out
+        code, _, err = node.mcd("once-from", f"/var/tmp/{name}.json", "--root", "/")
+        assert code != 0
+        assert f"cannot apply {name} on this node ({DEBIAN}): {field}" in err
+        assert node.current() == "rendered-worker-6"  # nothing written, no reboot
+        assert node.path("/etc/motd").read_text() == "rendered-worker-6\n"
+        assert node.path("/boot/grub/grub.cfg").read_bytes() == before
+    assert node.c.running  # never rebooted
