@@ -31,6 +31,7 @@ from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.pools import NODES, POOLS, PoolWriter
 from mcd.controller.drain import DrainController
+from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_timeouts
@@ -80,6 +81,7 @@ class Controller:
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
         )
         self.metrics = ControllerMetrics()
+        self.pool_alert = PoolAlertMetric(self.metrics.registry)
         self.writer = PoolWriter(self.kube)
         self.stop = threading.Event()
         self.wake = threading.Event()
@@ -96,6 +98,7 @@ class Controller:
             observe_pool=self.pools.observe,
             observe_node=self.nodes.observe,
             drain_blocked=self.drains.blocked,
+            observe_alerts=self.pool_alert.update,
         )
         self.leading = False
         self.last_tick = time.monotonic()
@@ -203,7 +206,7 @@ class Controller:
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
         )
-        self.drains.sync(snap.nodes, drain_timeouts(snap.pools, snap.nodes))
+        self.drains.sync(snap.nodes, drain_timeouts(snap))
         reports = self.syncer.sync_all(snap)
         self.metrics.syncs.inc()
         windows = []

@@ -21,31 +21,34 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.controller.rendering import RenderStep
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.pool.hygiene import (
+    INVALID_NODE_SELECTOR,
+    NODE_CONFLICT,
+    Membership,
+    conflict_message,
+    membership,
+)
 from mcd.model.pool.pools import (
     NodeView,
-    SelectorError,
     has_update_taint,
-    labels_of,
     name_of,
-    nodes_for_pool,
-    selector_matches,
     selects_all,
     target_of,
     with_update_taint,
 )
-from mcd.model.pool.render import RenderError, render
 from mcd.model.pool.rollout import (
+    INVALID,
     MAINTENANCE_WINDOW,
     Rollout,
     calculate_status,
     condition,
     plan_rollout,
-    render_condition,
     set_condition,
 )
 from mcd.model.pool.windows import (
@@ -68,6 +71,14 @@ class Snapshot:
     pools: list[Obj]
     configs: dict[str, Obj]
     nodes: list[Obj]
+    _membership: Membership | None = None
+
+    @property
+    def membership(self) -> Membership:
+        """Every node's pool (:func:`mcd.model.pool.hygiene.membership`), computed once."""
+        if self._membership is None:
+            self._membership = membership(self.pools, self.nodes)
+        return self._membership
 
 
 @dataclass
@@ -90,14 +101,27 @@ class Syncer:
     counts a node it just targeted as still waiting (which could exceed maxUnavailable)."""
     drain_blocked: Callable[[], Mapping[str, str]] = field(default=lambda: {})
     """What holds each node's drain now (:meth:`mcd.controller.drain.DrainController.blocked`)."""
+    observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
+    """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
+    render_step: RenderStep | None = None
+
+    def __post_init__(self) -> None:
+        if self.render_step is None:
+            self.render_step = RenderStep(
+                self.writer, self.version, self.observe_config, self.observe_pool
+            )
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
+        """Every pool in turn; whatever one pool raises is logged and the others go on."""
         reports = []
+        self.observe_alerts(snap.membership.alerts)
         for pool in snap.pools:
             try:
                 reports.append(self.sync_pool(pool, snap))
             except ApiError as e:
                 log.warning("Pool %s: sync failed: %s", name_of(pool), e)
+            except Exception:  # a careless pool must never stop the others' pass
+                log.exception("Pool %s: sync failed unexpectedly", name_of(pool))
         return reports
 
     # -- one pool ---------------------------------------------------------------------
@@ -108,8 +132,12 @@ class Syncer:
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         old = pool.get("status") or {}
-        pool = self._render(pool, snap, stamp)
-        views = [NodeView.of(n) for n in nodes_for_pool(pool, snap.pools, snap.nodes)]
+        assert self.render_step is not None
+        pool = self.render_step(pool, snap.configs, stamp)
+        invalid = snap.membership.invalid.get(name)
+        if invalid:
+            return self._invalid_selector(pool, old, invalid, stamp)
+        views = [NodeView.of(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
@@ -138,6 +166,7 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
+        self._hygiene_conditions(name, snap, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
@@ -149,67 +178,35 @@ class Syncer:
                 )
         return PoolReport(name, rollout, status, window.opens_at if window else None)
 
-    def _render(self, pool: Obj, snap: Snapshot, stamp: str) -> Obj:
-        name = name_of(pool)
-        spec = pool.get("spec") or {}
-        selector = spec.get("machineConfigSelector")
-        if selects_all(selector):
-            self.writer.event(
-                pool,
-                "SelectingAll",
-                "This machineconfigpool is selecting all "
-                "machineconfigs. A non-empty selector is required.",
-                warning=True,
-            )
-            return pool
-        error: str | None = None
-        try:
-            selected = [
-                mc for mc in snap.configs.values() if selector_matches(selector, labels_of(mc))
-            ]
-            if not selected:
-                raise RenderError(
-                    f"no MachineConfigs found matching selector {_describe(selector)}"
-                )
-            rendered = render(name, selected)
-            existing = snap.configs.get(rendered.name)
-            if existing is None:
-                created = self.writer.create_config(rendered.object(pool, self.version))
-                if created is not None:
-                    self.observe_config(created)
-                    snap.configs[rendered.name] = created
-                    self.writer.event(
-                        pool,
-                        "RenderedConfigGenerated",
-                        f"{rendered.name} successfully generated (release version: "
-                        f", controller version: {self.version})",
-                    )
-            elif (existing.get("spec") or {}) != rendered.spec:
-                raise RenderError(
-                    f"rendered MachineConfig {rendered.name} was changed after it was created; "
-                    "delete it to have it rendered again"
-                )
-            source = [
-                {
-                    "apiVersion": "machineconfiguration.openshift.io/v1",
-                    "kind": "MachineConfig",
-                    "name": s,
-                }
-                for s in rendered.sources
-            ]
-            wanted = {"name": rendered.name, "source": source}
-            if (spec.get("configuration") or {}) != wanted:
-                pool = self.writer.set_configuration(name, wanted)
-                self.observe_pool(pool)
-                log.info("Pool %s: now targeting: %s", name, rendered.name)
-                self.writer.event(
-                    pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
-                )
-        except (RenderError, SelectorError) as e:
-            error = f"could not generate rendered MachineConfig: {e}"
-            log.warning("Pool %s: %s", name, error)
-        conditions = render_condition(pool, error, stamp)
-        return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
+    def _invalid_selector(self, pool: Obj, old: Obj, problem: str, stamp: str) -> PoolReport:
+        """A pool whose ``nodeSelector`` cannot be used: no node is its member, nothing is
+        rolled out, its counts stay as they were; ``InvalidNodeSelector`` says why."""
+        status = {**old, "conditions": list((pool.get("status") or {}).get("conditions") or [])}
+        status["observedGeneration"] = (pool.get("metadata") or {}).get("generation", 0)
+        message = f"nodeSelector: {problem}; no node is taken into this pool until it is fixed"
+        before = condition(status["conditions"], INVALID_NODE_SELECTOR)
+        set_condition(status["conditions"], INVALID_NODE_SELECTOR, True, "InvalidLabelSelector",
+                      message, stamp)  # fmt: skip
+        if any(old.get(k) != v for k, v in status.items()):
+            self.observe_pool(self.writer.set_status(name_of(pool), status))
+        if before is None or before.get("status") != "True":
+            self.writer.event(pool, INVALID_NODE_SELECTOR, message, warning=True)
+        return PoolReport(name_of(pool), Rollout(blocked=INVALID, error=problem), status)
+
+    def _hygiene_conditions(
+        self, name: str, snap: Snapshot, conditions: list[Obj], stamp: str
+    ) -> None:
+        """``InvalidNodeSelector`` False once fixed; ``NodeInTwoPools`` naming each node two
+        custom pools select (True on both pools; False once none is)."""
+        if condition(conditions, INVALID_NODE_SELECTOR) is not None:
+            set_condition(conditions, INVALID_NODE_SELECTOR, False, "", "", stamp)
+        conflicts = snap.membership.conflicts_of(name)
+        if conflicts:
+            current = {n: NodeView.of(o).current for n, o in _by_name(snap.nodes, conflicts)}
+            message = conflict_message(name, conflicts, current)
+            set_condition(conditions, NODE_CONFLICT, True, "NodeInCustomPools", message, stamp)
+        elif condition(conditions, NODE_CONFLICT) is not None:
+            set_condition(conditions, NODE_CONFLICT, False, "", "", stamp)
 
     def _drain_conditions(
         self, pool: Obj, views: list[NodeView], conditions: list[Obj], stamp: str
@@ -259,7 +256,7 @@ class Syncer:
         (taken off in the same write that targets a node); a node changed meanwhile (409)
         is left for the next pass. ``latest`` gets every Node written."""
         target = target_of(pool)
-        for cached in nodes_for_pool(pool, snap.pools, snap.nodes):
+        for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
             wanted = NodeView.of(node).desired != target
             if wanted == has_update_taint(node):
@@ -334,18 +331,18 @@ class Syncer:
         return rollout
 
 
-def drain_timeouts(pools: list[Obj], nodes: list[Obj]) -> dict[str, float]:
+def drain_timeouts(snap: Snapshot) -> dict[str, float]:
     """Each pool member's drain timeout (its primary pool's ``drain-timeout``)."""
     out: dict[str, float] = {}
-    for pool in pools:
+    for pool in snap.pools:
         annotations = (pool.get("metadata") or {}).get("annotations") or {}
         timeout = drain_settings(annotations).timeout
-        try:
-            members = nodes_for_pool(pool, pools, nodes)
-        except SelectorError:
-            continue
-        out.update({name_of(n): timeout for n in members})
+        out.update({name_of(n): timeout for n in snap.membership.nodes_of(name_of(pool))})
     return out
+
+
+def _by_name(nodes: list[Obj], wanted: Mapping[str, object]) -> list[tuple[str, Obj]]:
+    return [(name_of(n), n) for n in nodes if name_of(n) in wanted]
 
 
 def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
@@ -366,11 +363,6 @@ def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
         return machine_config_from_object(doc, name)
     except ConfigError:
         return None
-
-
-def _describe(selector: Any) -> str:
-    labels = (selector or {}).get("matchLabels") or {}
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or str(selector)
 
 
 def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:

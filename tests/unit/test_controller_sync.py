@@ -253,4 +253,4 @@ def test_each_node_gets_its_primary_pools_drain_timeout() -> None:
                      "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}}}  # fmt: skip
     n1, n2 = node("n1", "c"), node("n2", "c")
     n2["metadata"]["labels"]["node-role.kubernetes.io/infra"] = ""
-    assert drain_timeouts([worker, infra], [n1, n2]) == {"n1": 5400.0, "n2": 3600.0}
+    assert drain_timeouts(Snapshot([worker, infra], {}, [n1, n2])) == {"n1": 5400.0, "n2": 3600.0}

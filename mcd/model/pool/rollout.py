@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcd.model.planning.plan import Cost
+from mcd.model.pool.hygiene import cap
 from mcd.model.pool.pools import NodeView, max_unavailable, target_of, upstream_order
 from mcd.model.pool.windows import WindowState
 from mcd.model.text import goquote
@@ -129,8 +130,10 @@ def set_condition(
     conditions: list[Obj], kind: str, status: bool, reason: str, message: str, now: str
 ) -> None:
     """Upstream ``SetMachineConfigPoolCondition``: no change when nothing differs; the
-    transition time moves only when the status does; a changed condition goes last."""
+    transition time moves only when the status does; a changed condition goes last. The
+    message is capped (:func:`mcd.model.pool.hygiene.cap`)."""
     value = "True" if status else "False"
+    message = cap(message)
     old = condition(conditions, kind)
     if old and (old.get("status"), old.get("reason", ""), old.get("message", "")) == (
         value,
