@@ -5,6 +5,7 @@ while another pool in the same pass still targets its nodes."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -206,13 +207,16 @@ def test_drain_timeouts_parse_or_refuse_never_crash(text: str) -> None:
     assert 0 < seconds <= 7 * 86400
 
 
-BOMB = "\n".join(
-    ["a: &a [x, x, x, x, x, x, x, x, x]"]
-    + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-       f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]"
-       for i in range(8)]
-    + ["days: *i"]
-)  # fmt: skip
+def _bomb(levels: int = 6) -> str:
+    """A 300-byte window whose ``start`` expands to 9**levels items (2.6 MB of text at 6)."""
+    names = [chr(97 + i) for i in range(levels)]
+    lists = ["&a [x, x, x, x, x, x, x, x, x]"] + [
+        f"&{n} [{', '.join(['*' + p] * 9)}]" for p, n in itertools.pairwise(names)
+    ]
+    return f"days: [Mon]\nrebootless: [{', '.join(lists)}]\nstart: *{names[-1]}\n"
+
+
+BOMB = _bomb()
 
 
 def test_yaml_aliases_are_refused_not_expanded() -> None:
@@ -282,7 +286,10 @@ def test_a_rendered_config_too_large_to_store_names_the_configs_that_make_it() -
     w, statuses = run_pass([infra, worker], configs, nodes)
     c = cond(statuses["infra"], "RenderDegraded")
     assert c["status"] == "True"
-    assert "over the 1.34 MiB the API server can store; largest MachineConfigs: " in c["message"]
+    assert (
+        "over the 1,400,000 bytes (1.34 MiB) the API server can store; largest MachineConfigs: "
+        in c["message"]
+    )
     assert "60-big-a (0.67 MiB), 61-big-b (0.67 MiB), " in c["message"]
     assert not any(n.startswith("rendered-infra-") for n, _ in w.of("create"))
     assert worker_rolls_out(w)

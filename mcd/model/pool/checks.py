@@ -52,8 +52,9 @@ def size_problem(
     )
     largest = ", ".join(f"{name} ({_mib(n)})" for n, name in sizes[:3])
     return (
-        f"rendered MachineConfig {rendered.name} would be {_mib(size)}, over the {_mib(limit)} "
-        f"the API server can store; largest MachineConfigs: {largest}"
+        f"rendered MachineConfig {rendered.name} would be {size:,} bytes ({_mib(size)}), over "
+        f"the {limit:,} bytes ({_mib(limit)}) the API server can store; largest "
+        f"MachineConfigs: {largest}"
     )
 
 
