@@ -79,7 +79,9 @@ def test_each_careless_pool_names_itself_while_worker_rolls_out(
         both = cluster.node("both")
         label_node(cluster, both, "worker", "gpu", "db")
         play_agent(cluster, both, first)
-        cluster.create(MACHINECONFIGS, machine_config("20-fips", "secure", {"spec": {"fips": True}}))
+        cluster.create(
+            MACHINECONFIGS, machine_config("20-fips", "secure", {"spec": {"fips": True}})
+        )
         cluster.create(MACHINECONFIGS, big("60-big-a", "big"))
         cluster.create(MACHINECONFIGS, big("61-big-b", "big"))
         app = worker("app", app="threads=8\n")
