@@ -27,6 +27,7 @@ from types import FrameType
 from mcd import __version__
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.drain.forecast import DrainForecast
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.pools import NODES, POOLS, PoolWriter
@@ -34,7 +35,7 @@ from mcd.controller.drain import DrainController
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import Snapshot, Syncer, drain_timeouts
+from mcd.controller.sync import Snapshot, Syncer, drain_policies
 from mcd.host.statusserver import StatusServer, parse_listen_address
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class Controller:
             observe_pool=self.pools.observe,
             observe_node=self.nodes.observe,
             drain_blocked=self.drains.blocked,
+            drain_forecast=DrainForecast(self.kube).blocked,
+            drain_released=self.drains.released,
             observe_alerts=self.pool_alert.update,
         )
         self.leading = False
@@ -206,7 +209,7 @@ class Controller:
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
         )
-        self.drains.sync(snap.nodes, drain_timeouts(snap))
+        self.drains.sync(snap.nodes, drain_policies(snap))
         reports = self.syncer.sync_all(snap)
         self.metrics.syncs.inc()
         windows = []

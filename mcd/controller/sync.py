@@ -21,7 +21,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.controller import drainorder
+from mcd.controller.drain import DrainPolicy
 from mcd.controller.rendering import RenderStep
+from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
@@ -101,6 +104,12 @@ class Syncer:
     counts a node it just targeted as still waiting (which could exceed maxUnavailable)."""
     drain_blocked: Callable[[], Mapping[str, str]] = field(default=lambda: {})
     """What holds each node's drain now (:meth:`mcd.controller.drain.DrainController.blocked`)."""
+    drain_forecast: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    """Whose drain a budget would block now (:class:`mcd.cluster.drain.forecast.DrainForecast`):
+    those nodes go last."""
+    drain_released: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    """Whose drain ran past the pool's own timeout (:meth:`~mcd.controller.drain.
+    DrainController.released`): their slot is given back (:func:`drainorder.release`)."""
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
@@ -292,9 +301,21 @@ class Syncer:
             except WindowError:
                 rebootless_anytime = False
             costs = {v.name: update_cost(snap.configs, v.current, target) for v in views}
+        released = self.drain_released()
+        if released:
+            members = [latest.get(v.name) or {} for v in views]
+            timeout = drain_settings((pool.get("metadata") or {}).get("annotations") or {}).timeout
+            for done in drainorder.release(self.writer, pool, members, released, timeout):
+                self.observe_node(done)
+                latest[name_of(done)] = done
+            views = [NodeView.of(latest.get(v.name) or {}) if v.name in released else v
+                     for v in views]  # fmt: skip
+        forecast = self.drain_forecast() if any(v.desired != target for v in views) else {}
         rollout = plan_rollout(
-            pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime
-        )
+            pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
+            drain_blocked=forecast,
+            released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+        )  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
         written = []
@@ -333,12 +354,12 @@ class Syncer:
 
 def drain_timeouts(snap: Snapshot) -> dict[str, float]:
     """Each pool member's drain timeout (its primary pool's ``drain-timeout``)."""
-    out: dict[str, float] = {}
-    for pool in snap.pools:
-        annotations = (pool.get("metadata") or {}).get("annotations") or {}
-        timeout = drain_settings(annotations).timeout
-        out.update({name_of(n): timeout for n in snap.membership.nodes_of(name_of(pool))})
-    return out
+    return {n: p.timeout for n, p in drain_policies(snap).items()}
+
+
+def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
+    """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
+    return drainorder.drain_policies(snap.pools, snap.membership)
 
 
 def _by_name(nodes: list[Obj], wanted: Mapping[str, object]) -> list[tuple[str, Obj]]:

@@ -47,6 +47,11 @@ class Writer:
             self.calls.append(("taints", node, taints))
         return {"metadata": {"name": node, "annotations": {Annotation.DESIRED_CONFIG: config}}}
 
+    def release(self, node: str, config: str, mark: str) -> Obj:
+        self.calls.append(("release", node, (config, mark)))
+        return {"metadata": {"name": node, "annotations": {
+            Annotation.CURRENT_CONFIG: "", Annotation.DESIRED_CONFIG: config}}}  # fmt: skip
+
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         self.calls.append(("taints", node, taints))
         return {"metadata": {"name": node, "resourceVersion": resource_version},
