@@ -27,6 +27,29 @@ EVENT_NAMESPACE = "default"
 client-go's recorder puts them), never in the controller's own namespace."""
 
 
+NODE_ANNOTATIONS = ("machineconfiguration.openshift.io/", "mcd-project.github.io/")
+"""The only Node annotations the controller reads (the rest stay out of its cache)."""
+
+
+def node_fields(node: Obj) -> Obj:
+    """What the controller reads of a Node (its informer keeps only this): name, uid,
+    resourceVersion, creation time, labels, mcd's and upstream's annotations, taints, the
+    cordon and the conditions' type and status."""
+    meta = node.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k.startswith(NODE_ANNOTATIONS)}  # fmt: skip
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta}  # fmt: skip
+    spec = node.get("spec") or {}
+    conditions = [{"type": c.get("type"), "status": c.get("status")}
+                  for c in (node.get("status") or {}).get("conditions") or []]  # fmt: skip
+    return {
+        "metadata": {**kept, "labels": dict(meta.get("labels") or {}), "annotations": annotations},
+        "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
+        "status": {"conditions": conditions},
+    }
+
+
 class PoolWriter:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube

@@ -30,7 +30,7 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.drain.forecast import DrainForecast
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
-from mcd.cluster.pools import NODES, POOLS, PoolWriter
+from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.drain import DrainController
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
@@ -88,7 +88,7 @@ class Controller:
         self.wake = threading.Event()
         self.pools = Informer(self.kube, POOLS, self._changed)
         self.configs = Informer(self.kube, MACHINECONFIGS, self._changed)
-        self.nodes = Informer(self.kube, NODES, self._changed)
+        self.nodes = Informer(self.kube, NODES, self._changed, transform=node_fields, copies=False)
         self.drains = DrainController(
             self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
         )

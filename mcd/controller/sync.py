@@ -113,6 +113,19 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
+    _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
+
+    def _view(self, node: Obj) -> NodeView:
+        """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
+        have not changed since the last one)."""
+        meta = node.get("metadata") or {}
+        name, version = str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
+        cached = self._views.get(name)
+        if cached is not None and version and cached[0] == version:
+            return cached[1]
+        view = NodeView.of(node)
+        self._views[name] = (version, view)
+        return view
 
     def __post_init__(self) -> None:
         if self.render_step is None:
@@ -124,6 +137,9 @@ class Syncer:
         """Every pool in turn; whatever one pool raises is logged and the others go on."""
         reports = []
         self.observe_alerts(snap.membership.alerts)
+        if len(self._views) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their views
+            names = {name_of(n) for n in snap.nodes}
+            self._views = {n: v for n, v in self._views.items() if n in names}
         for pool in snap.pools:
             try:
                 reports.append(self.sync_pool(pool, snap))
@@ -146,7 +162,7 @@ class Syncer:
         invalid = snap.membership.invalid.get(name)
         if invalid:
             return self._invalid_selector(pool, old, invalid, stamp)
-        views = [NodeView.of(n) for n in snap.membership.nodes_of(name)]
+        views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
@@ -157,13 +173,13 @@ class Syncer:
                 warning=True,
             )
         else:
-            latest = {name_of(n): n for n in snap.nodes}
+            latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
             if not spec.get("paused") and target_of(pool):
                 self._taint(pool, snap, latest)
             rollout = self._roll_out(pool, views, snap, window, latest)
         if rollout.targets:
-            target = target_of(pool)
-            views = [replace(v, desired=target) if v.name in rollout.targets else v for v in views]
+            target, chosen = target_of(pool), set(rollout.targets)
+            views = [replace(v, desired=target) if v.name in chosen else v for v in views]
         status = calculate_status(pool, views, stamp, rollout=rollout, window=window)
         if window_error:
             set_condition(
@@ -267,7 +283,7 @@ class Syncer:
         target = target_of(pool)
         for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
-            wanted = NodeView.of(node).desired != target
+            wanted = self._view(node).desired != target
             if wanted == has_update_taint(node):
                 continue
             meta = node.get("metadata") or {}
