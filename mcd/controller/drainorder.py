@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
@@ -40,7 +41,11 @@ def drain_policies(pools: list[Obj], membership: Membership) -> dict[str, DrainP
 
 
 def release(
-    writer: PoolWriter, pool: Obj, nodes: list[Obj], released: Mapping[str, str], timeout: float
+    writer: PoolWriter,
+    pool: Obj,
+    nodes: list[Mapping[str, Any]],
+    released: Mapping[str, str],
+    timeout: float,
 ) -> list[Obj]:
     """Give back the slots of the pool's nodes whose drain timed out (``released``: node ->
     what held it); the Nodes written."""

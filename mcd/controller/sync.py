@@ -115,7 +115,7 @@ class Syncer:
     render_step: RenderStep | None = None
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
-    def _view(self, node: Obj) -> NodeView:
+    def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
         have not changed since the last one)."""
         meta = node.get("metadata") or {}
@@ -276,7 +276,7 @@ class Syncer:
             return WindowState(False, None, None), message
         return window_state(window, now, zone), ""
 
-    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Obj]) -> None:
+    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]]) -> None:
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
         (taken off in the same write that targets a node); a node changed meanwhile (409)
         is left for the next pass. ``latest`` gets every Node written."""
@@ -305,7 +305,7 @@ class Syncer:
         views: list[NodeView],
         snap: Snapshot,
         window: WindowState | None,
-        latest: dict[str, Obj],
+        latest: dict[str, Mapping[str, Any]],
     ) -> Rollout:
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
