@@ -87,7 +87,7 @@ class Controller:
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.pools = Informer(self.kube, POOLS, self._changed)
-        self.configs = Informer(self.kube, MACHINECONFIGS, self._changed)
+        self.configs = Informer(self.kube, MACHINECONFIGS, self._changed, copies=False)
         self.nodes = Informer(self.kube, NODES, self._changed, transform=node_fields, copies=False)
         self.drains = DrainController(
             self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
