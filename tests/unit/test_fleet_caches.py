@@ -47,7 +47,7 @@ def versioned(obj: Obj, version: str) -> Obj:
 
 def test_unchanged_machineconfigs_are_not_rendered_again(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = rendering.render
+    real = rendering.render  # type: ignore[attr-defined]
 
     def counted(name: str, configs: Any) -> Any:
         calls.append(1)
