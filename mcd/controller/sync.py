@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
-from mcd.controller import drainorder
+from mcd.controller import drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.rendering import RenderStep
 from mcd.model.drain.budgets import released_for
@@ -31,10 +31,7 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
 from mcd.model.pool.hygiene import (
-    INVALID_NODE_SELECTOR,
-    NODE_CONFLICT,
     Membership,
-    conflict_message,
     membership,
 )
 from mcd.model.pool.pools import (
@@ -161,7 +158,10 @@ class Syncer:
         pool = self.render_step(pool, snap.configs, stamp)
         invalid = snap.membership.invalid.get(name)
         if invalid:
-            return self._invalid_selector(pool, old, invalid, stamp)
+            status, written = hygiene.invalid_selector(self.writer, pool, old, invalid, stamp)
+            if written is not None:
+                self.observe_pool(written)
+            return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
         rollout = Rollout()
@@ -191,7 +191,7 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
-        self._hygiene_conditions(name, snap, status["conditions"], stamp)
+        hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
@@ -202,36 +202,6 @@ class Syncer:
                     pool, "Completed", f"Pool {name} has completed update to MachineConfig {after}"
                 )
         return PoolReport(name, rollout, status, window.opens_at if window else None)
-
-    def _invalid_selector(self, pool: Obj, old: Obj, problem: str, stamp: str) -> PoolReport:
-        """A pool whose ``nodeSelector`` cannot be used: no node is its member, nothing is
-        rolled out, its counts stay as they were; ``InvalidNodeSelector`` says why."""
-        status = {**old, "conditions": list((pool.get("status") or {}).get("conditions") or [])}
-        status["observedGeneration"] = (pool.get("metadata") or {}).get("generation", 0)
-        message = f"nodeSelector: {problem}; no node is taken into this pool until it is fixed"
-        before = condition(status["conditions"], INVALID_NODE_SELECTOR)
-        set_condition(status["conditions"], INVALID_NODE_SELECTOR, True, "InvalidLabelSelector",
-                      message, stamp)  # fmt: skip
-        if any(old.get(k) != v for k, v in status.items()):
-            self.observe_pool(self.writer.set_status(name_of(pool), status))
-        if before is None or before.get("status") != "True":
-            self.writer.event(pool, INVALID_NODE_SELECTOR, message, warning=True)
-        return PoolReport(name_of(pool), Rollout(blocked=INVALID, error=problem), status)
-
-    def _hygiene_conditions(
-        self, name: str, snap: Snapshot, conditions: list[Obj], stamp: str
-    ) -> None:
-        """``InvalidNodeSelector`` False once fixed; ``NodeInTwoPools`` naming each node two
-        custom pools select (True on both pools; False once none is)."""
-        if condition(conditions, INVALID_NODE_SELECTOR) is not None:
-            set_condition(conditions, INVALID_NODE_SELECTOR, False, "", "", stamp)
-        conflicts = snap.membership.conflicts_of(name)
-        if conflicts:
-            current = {n: NodeView.of(o).current for n, o in _by_name(snap.nodes, conflicts)}
-            message = conflict_message(name, conflicts, current)
-            set_condition(conditions, NODE_CONFLICT, True, "NodeInCustomPools", message, stamp)
-        elif condition(conditions, NODE_CONFLICT) is not None:
-            set_condition(conditions, NODE_CONFLICT, False, "", "", stamp)
 
     def _drain_conditions(
         self, pool: Obj, views: list[NodeView], conditions: list[Obj], stamp: str
@@ -376,10 +346,6 @@ def drain_timeouts(snap: Snapshot) -> dict[str, float]:
 def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
     """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
     return drainorder.drain_policies(snap.pools, snap.membership)
-
-
-def _by_name(nodes: list[Obj], wanted: Mapping[str, object]) -> list[tuple[str, Obj]]:
-    return [(name_of(n), n) for n in nodes if name_of(n) in wanted]
 
 
 def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
