@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
@@ -62,6 +63,9 @@ from mcd.model.pool.windows import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
+WRITERS = 6
+"""Node writes in flight at once (the API connection pool holds 10, three of them watches)."""
 
 
 @dataclass
@@ -110,6 +114,7 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
+    _writers: ThreadPoolExecutor | None = None
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
@@ -174,9 +179,9 @@ class Syncer:
             )
         else:
             latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
-            if not spec.get("paused") and target_of(pool):
-                self._taint(pool, snap, latest)
             rollout = self._roll_out(pool, views, snap, window, latest)
+            if not spec.get("paused") and target_of(pool):  # after: a node targeted now
+                self._taint(pool, snap, latest)  # needs no taint put on and taken off
         if rollout.targets:
             target, chosen = target_of(pool), set(rollout.targets)
             views = [replace(v, desired=target) if v.name in chosen else v for v in views]
@@ -251,23 +256,40 @@ class Syncer:
         (taken off in the same write that targets a node); a node changed meanwhile (409)
         is left for the next pass. ``latest`` gets every Node written."""
         target = target_of(pool)
+        todo: list[tuple[str, list[Any], str]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
             wanted = self._view(node).desired != target
             if wanted == has_update_taint(node):
                 continue
             meta = node.get("metadata") or {}
-            try:
-                written = self.writer.set_taints(
-                    str(meta.get("name")), with_update_taint(node, wanted),
-                    str(meta.get("resourceVersion") or ""),
-                )  # fmt: skip
-            except ApiError as e:
-                if e.status != 409:
-                    raise
-                continue
+            todo.append((str(meta.get("name")), with_update_taint(node, wanted),
+                         str(meta.get("resourceVersion") or "")))  # fmt: skip
+        for _name, written in self._each(lambda t: self.writer.set_taints(*t), todo):
             self.observe_node(written)
             latest[name_of(written)] = written
+
+    def _each(self, write: Callable[[T], Obj], items: list[T]) -> list[tuple[T, Obj]]:
+        """``write`` for each item, up to :data:`WRITERS` at once (a wave of a big pool is
+        hundreds of Node writes); a 409 (the node changed since it was read: the next pass
+        decides again) leaves the item out; any other error is raised once all are done."""
+        if len(items) <= 1:
+            futures = None
+        else:
+            if self._writers is None:
+                self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="node-writer")
+            futures = [self._writers.submit(write, item) for item in items]
+        done: list[tuple[T, Obj]] = []
+        error: ApiError | None = None
+        for i, item in enumerate(items):
+            try:
+                done.append((item, futures[i].result() if futures else write(item)))
+            except ApiError as e:
+                if e.status != 409:
+                    error = error or e
+        if error is not None:
+            raise error
+        return done
 
     def _roll_out(
         self,
@@ -304,22 +326,18 @@ class Syncer:
         )  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
-        written = []
-        for node in rollout.targets:
+
+        def write(node: str) -> Obj:
             obj = latest.get(node) or {}
-            try:
-                if has_update_taint(obj):  # one write: the target, and the taint off
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    result = self.writer.set_desired(
-                        node, target, with_update_taint(obj, False), rv
-                    )
-                else:
-                    result = self.writer.set_desired(node, target)
-            except ApiError as e:
-                if e.status != 409:
-                    raise
-                continue  # the node changed since it was read: the next pass decides again
+            if has_update_taint(obj):  # one write: the target, and the taint off
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                return self.writer.set_desired(node, target, with_update_taint(obj, False), rv)
+            return self.writer.set_desired(node, target)
+
+        written = []
+        for node, result in self._each(write, list(rollout.targets)):
             self.observe_node(result)
+            latest[node] = result
             written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
         rollout = replace(rollout, targets=tuple(written))

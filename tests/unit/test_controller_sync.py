@@ -185,9 +185,8 @@ def test_nodes_waiting_for_the_target_carry_upstreams_update_taint() -> None:
     taint = {"key": "UpdateInProgress", "effect": "PreferNoSchedule"}
     dedicated = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
     ((new, _),) = w.of("create")
-    # every node waiting gets the taint; the one targeted loses it in the same write
-    assert w.of("taints") == [("n0", [taint]), ("n1", [taint]), ("n2", [dedicated, taint]),
-                              ("n0", [])]  # fmt: skip
+    # every node left waiting gets the taint; the one targeted in this pass never gets it
+    assert w.of("taints") == [("n1", [taint]), ("n2", [dedicated, taint])]
     assert w.of("desired") == [("n0", new)]
     # next pass: n0 is targeted, so its taint goes; the others keep theirs
     nodes[0]["metadata"]["annotations"][Annotation.DESIRED_CONFIG] = new
