@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
@@ -25,6 +24,7 @@ from mcd.cluster.pools import PoolWriter
 from mcd.controller import drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.rendering import RenderStep
+from mcd.controller.writes import NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
@@ -63,9 +63,6 @@ from mcd.model.pool.windows import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-T = TypeVar("T")
-WRITERS = 6
-"""Node writes in flight at once (the API connection pool holds 10, three of them watches)."""
 
 
 @dataclass
@@ -114,7 +111,7 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
-    _writers: ThreadPoolExecutor | None = None
+    _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
@@ -265,31 +262,12 @@ class Syncer:
             meta = node.get("metadata") or {}
             todo.append((str(meta.get("name")), with_update_taint(node, wanted),
                          str(meta.get("resourceVersion") or "")))  # fmt: skip
-        for _name, written in self._each(lambda t: self.writer.set_taints(*t), todo):
+
+        def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
             self.observe_node(written)
             latest[name_of(written)] = written
 
-    def _each(self, write: Callable[[T], Obj], items: list[T]) -> list[tuple[T, Obj]]:
-        """``write`` for each item, up to :data:`WRITERS` at once (a wave of a big pool is
-        hundreds of Node writes); a 409 (the node changed since it was read: the next pass
-        decides again) leaves the item out; any other error is raised once all are done."""
-        if len(items) <= 1:
-            futures = None
-        else:
-            if self._writers is None:
-                self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="node-writer")
-            futures = [self._writers.submit(write, item) for item in items]
-        done: list[tuple[T, Obj]] = []
-        error: ApiError | None = None
-        for i, item in enumerate(items):
-            try:
-                done.append((item, futures[i].result() if futures else write(item)))
-            except ApiError as e:
-                if e.status != 409:
-                    error = error or e
-        if error is not None:
-            raise error
-        return done
+        self._writes.each(lambda t: self.writer.set_taints(*t), todo, taken)
 
     def _roll_out(
         self,
@@ -334,12 +312,15 @@ class Syncer:
                 return self.writer.set_desired(node, target, with_update_taint(obj, False), rv)
             return self.writer.set_desired(node, target)
 
-        written = []
-        for node, result in self._each(write, list(rollout.targets)):
+        written: list[str] = []
+
+        def targeted(node: str, result: Obj) -> None:
             self.observe_node(result)
             latest[node] = result
             written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
+
+        self._writes.each(write, list(rollout.targets), targeted)
         rollout = replace(rollout, targets=tuple(written))
         if len(rollout.targets) == 1:
             self.writer.event(

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from mcd.cluster.api import ApiError
 from mcd.cluster.pools import node_fields
 from mcd.controller import rendering
 from mcd.controller.sync import Snapshot, Syncer
+from mcd.controller.writes import NodeWrites
 from mcd.model.pool.rollout import condition
 from tests.unit.test_controller_sync import NOW, Writer, mc, pool
 
@@ -84,3 +86,20 @@ def test_an_edited_rendered_config_is_still_refused_with_the_render_cached() -> 
     report = syncer.sync_pool(p, Snapshot([p], {"00-worker": base, name: edited}, []))
     rd = condition(report.status["conditions"], "RenderDegraded")
     assert rd is not None and "was changed after it was created" in rd["message"]
+
+
+def test_node_writes_observe_every_success_before_raising() -> None:
+    def write(name: str) -> Obj:
+        if name == "conflict":
+            raise ApiError(409, "Conflict", "changed")
+        if name == "broken":
+            raise ApiError(500, "InternalError", "boom")
+        return {"metadata": {"name": name}}
+
+    seen: list[str] = []
+    with pytest.raises(ApiError) as e:
+        NodeWrites().each(
+            write, ["a", "conflict", "broken", "b", "c"], lambda n, _o: seen.append(n)
+        )
+    assert e.value.status == 500
+    assert seen == ["a", "b", "c"], "every write that succeeded is observed; a 409 is left out"
