@@ -11,7 +11,7 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, empty_machine_config, machine_config_from_object
 from mcd.model.planning.applicability import host_support_of
 from mcd.model.planning.poolfit import CONDITION, Member, condition, unfit
-from mcd.model.pool.pools import SelectorError, name_of, nodes_for_pool, target_of
+from mcd.model.pool.pools import name_of, target_of
 from mcd.model.pool.rollout import condition as find_condition
 from mcd.model.pool.rollout import set_condition
 from mcd.model.vocabulary import Annotation
@@ -21,18 +21,14 @@ Obj = dict[str, Any]
 
 def update_condition(
     pool: Obj,
-    pools: list[Obj],
-    nodes: list[Obj],
+    members: list[Obj],
     configs: Mapping[str, Obj],
     conditions: list[Obj],
     stamp: str,
 ) -> None:
-    """Each config is parsed once per call, and none when no node published its host."""
+    """``members``: the pool's nodes this pass (the controller's membership). Each config is
+    parsed once per call, and none when no node published its host."""
     said = find_condition(conditions, CONDITION) is not None
-    try:
-        members = nodes_for_pool(pool, pools, nodes)
-    except SelectorError:
-        return
     reported = [(n, host_support_of(n)) for n in members]
     if not said and all(s is None for _, s in reported):
         return

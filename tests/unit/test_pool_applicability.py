@@ -55,7 +55,7 @@ def test_the_pool_names_each_node_that_cannot_take_its_target_and_clears_when_no
     ]
     conditions: list[dict[str, Any]] = []
     pool = _pool("rendered-worker-2")
-    update_condition(pool, [pool], nodes, CONFIGS, conditions, "2026-11-26T10:00:00Z")
+    update_condition(pool, nodes, CONFIGS, conditions, "2026-11-26T10:00:00Z")
     c = _condition(conditions)
     assert c is not None and c["status"] == "True" and c["reason"] == "FieldsNotApplicable"
     assert c["message"] == (
@@ -64,7 +64,7 @@ def test_the_pool_names_each_node_that_cannot_take_its_target_and_clears_when_no
     )
     # the kernel arguments alone: GRUB takes them, the condition turns False
     pool = _pool("rendered-worker-3")
-    update_condition(pool, [pool], nodes, CONFIGS, conditions, "2026-11-26T10:05:00Z")
+    update_condition(pool, nodes, CONFIGS, conditions, "2026-11-26T10:05:00Z")
     c = _condition(conditions)
     assert c is not None and c["status"] == "False" and c["reason"] == "AllNodesCanApply"
 
@@ -73,7 +73,7 @@ def test_no_condition_while_every_node_can_apply() -> None:
     nodes = [_node("debian-1", "rendered-worker-1", DEBIAN)]
     conditions: list[dict[str, Any]] = []
     pool = _pool("rendered-worker-3")
-    update_condition(pool, [pool], nodes, CONFIGS, conditions, "2026-11-26T10:00:00Z")
+    update_condition(pool, nodes, CONFIGS, conditions, "2026-11-26T10:00:00Z")
     assert conditions == []
 
 
