@@ -228,6 +228,16 @@ def _user_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
             if bad:  # never quoted: it is a secret
                 who = goquote(user.name)
                 yield f"{fld}.passwordHash: invalid password hash for user {who}: {bad}"
+        keys: dict[str, int] = {}
         for k, key in enumerate(user.ssh_authorized_keys):
             if control_problem(key.rstrip("\n")):
                 yield f"{fld}.sshAuthorizedKeys[{k}]: an SSH key contains a control character"
+            if key in keys:
+                # Ignition v3's validate.ValidateDups (ErrDuplicate), run by upstream's
+                # ign3.Parse; a spec 2.2 list was deduplicated when parsed (upstream's
+                # dedupePasswdUserSSHKeys). The key itself is never quoted.
+                yield (
+                    f"{fld}.sshAuthorizedKeys[{k}]: duplicate entry defined "
+                    f"(the same key as sshAuthorizedKeys[{keys[key]}])"
+                )
+            keys.setdefault(key, k)
