@@ -74,7 +74,7 @@ def _ignition_input(raw: bytes) -> tuple[bytes | None, Any]:
     version = ign.get("version") if isinstance(ign, dict) else None
     if version in NOT_READ:
         return None, doc
-    if version == "3.4.0":
+    if version == "3.4.0" and isinstance(ign, dict):
         config = {**config, "ignition": {**ign, "version": "3.4.0-experimental"}}
     return json.dumps(config).encode(), doc
 
