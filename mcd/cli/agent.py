@@ -110,7 +110,7 @@ def start_command(
 )
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
 @click.option(
-    "--namespace", help="Where the node's Events are (default: $MCD_EVENT_NAMESPACE or default)."
+    "--namespace", help="Where the node's Events are (default: every namespace)."
 )
 @click.option("--events", "event_count", type=int, default=10, show_default=True,
               help="How many of the node's last Events to show.")  # fmt: skip

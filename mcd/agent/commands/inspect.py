@@ -138,15 +138,19 @@ def pending_plan(kube: Kube, node: str) -> UpdatePlan:
     return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current)
 
 
-def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
-    try:
-        listing = kube.request(
-            "GET",
-            f"/api/v1/namespaces/{namespace}/events",
-            {"fieldSelector": f"involvedObject.name={node}"},
-        )
-    except ApiError:
-        return []
+def _events(kube: Kube, node: str, namespace: str | None, limit: int) -> list[dict[str, str]]:
+    """The Node's last Events: in ``namespace``, else in every namespace (the agent's own
+    namespace and ``default``, where ``OSUpdateStaged`` goes), else in the local default."""
+    selector = {"fieldSelector": f"involvedObject.kind=Node,involvedObject.name={node}"}
+    paths = [f"/api/v1/namespaces/{namespace}/events"] if namespace else [
+        "/api/v1/events", f"/api/v1/namespaces/{default_namespace()}/events"]  # fmt: skip
+    listing: Obj = {}
+    for path in paths:
+        try:
+            listing = kube.request("GET", path, selector)
+            break
+        except ApiError:
+            continue
     items = [
         e for e in listing.get("items") or [] if e.get("involvedObject", {}).get("name") == node
     ]
@@ -184,7 +188,7 @@ def node_report(
         drain=drain,
         plan=plan,
         plan_error=plan_error,
-        events=_events(kube, node, namespace or default_namespace(), events),
+        events=_events(kube, node, namespace, events),
         ssh=a.get(Annotation.SSH, ""),
         current_image=a.get(Annotation.CURRENT_IMAGE, ""),
         desired_image=a.get(Annotation.DESIRED_IMAGE, ""),
