@@ -17,7 +17,7 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import CORDONED_BY
 from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
-from mcd.cluster.policies import PoliciesNotReady, cluster_policies
+from mcd.cluster.policies import PoliciesNotReady, cluster_policies, irreconcilable_overrides
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.node.health import STATE_ANNOTATION, describe_state
@@ -126,7 +126,9 @@ def plan_between(kube: Kube, current: str, desired: str) -> UpdatePlan:
     """The plan the agent would make: both configs and the policies read from the cluster."""
     old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
     new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
-    return make_plan(old, new, cluster_policies(kube, timeout=0))
+    return make_plan(
+        old, new, cluster_policies(kube, timeout=0), overrides=irreconcilable_overrides(kube)
+    )
 
 
 def pending_plan(kube: Kube, node: str) -> UpdatePlan:

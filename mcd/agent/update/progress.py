@@ -4,19 +4,31 @@ conditions, reasons and messages (``pkg/daemon`` and the drain controller's call
 
 from __future__ import annotations
 
+from mcd.agent.report import irreconcilable as irreconcilable_report
 from mcd.agent.update.context import Context
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.model.disruption.policy import ActionType
+from mcd.model.machineconfig import MachineConfig
 from mcd.model.node import mcn as m
 from mcd.model.planning.plan import UpdatePlan
+
+
+def reporter(ctx: Context) -> MachineConfigNodeReporter:
+    if ctx.mcn is None:
+        ctx.mcn = MachineConfigNodeReporter(ctx.kube, ctx.node_name)
+    return ctx.mcn
 
 
 def _report(
     ctx: Context, parent: m.Condition, sub: m.Condition | None = None, *, defer: bool = False
 ) -> None:
-    if ctx.mcn is None:
-        ctx.mcn = MachineConfigNodeReporter(ctx.kube, ctx.node_name)
-    ctx.mcn.report(ctx.writer.current(), parent, sub, defer=defer)
+    reporter(ctx).report(ctx.writer.current(), parent, sub, defer=defer)
+
+
+def irreconcilable(ctx: Context, target: MachineConfig) -> None:
+    """Done on ``target``: the MachineConfigNode's irreconcilableChanges (upstream, after
+    SetDone in syncNode)."""
+    irreconcilable_report.report(reporter(ctx), ctx.writer.current(), ctx.host.root, target)
 
 
 def _will(needed: bool) -> str:

@@ -36,6 +36,7 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import DrainAbandoned, DrainError
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.cluster.policies import irreconcilable_overrides
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.lock import LockBusy, writer_lock
@@ -161,8 +162,9 @@ def _update(
             raise SyncError(reason)
     policies = disruption_policies(ctx)
     plan = make_plan(
-        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc)
-    )
+        current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc),
+        overrides=irreconcilable_overrides(ctx.kube),
+    )  # fmt: skip
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
         ctx.events.record(Reason.FAILED_TO_RECONCILE, plan.reason)
@@ -311,6 +313,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     ctx.status.done(mc.name, mc.ocl_image)
     progress.completed(ctx, mc.name)
+    progress.irreconcilable(ctx, mc)
     log.info("Update completed for config %s and node is Done", mc.name)
 
 

@@ -44,6 +44,29 @@ ALL_CONDITIONS = (
     PINNED_PROGRESSING,
 )
 """Upstream's order (ImageModeStatusReporting off), singletons last."""
+FILES = "AppliedFiles"
+OS_IMAGE = "AppliedOSImage"
+IMAGE_PULLED = "ImagePulledFromRegistry"
+IMAGE_MODE_CONDITIONS = (
+    UPDATE_PREPARED,
+    UPDATE_EXECUTED,
+    UPDATE_POST_ACTION_COMPLETE,
+    UPDATE_COMPLETE,
+    RESUMED,
+    DRAINED,
+    FILES,
+    OS_IMAGE,
+    CORDONED,
+    REBOOTED,
+    UPDATED,
+    UNCORDONED,
+    IMAGE_PULLED,
+    NODE_DEGRADED,
+    PINNED_DEGRADED,
+    PINNED_PROGRESSING,
+)
+"""Upstream's order with ImageModeStatusReporting (an image-mode node here): AppliedFiles and
+AppliedOSImage replace AppliedFilesAndOS, ImagePulledFromRegistry is added."""
 SINGLETONS = frozenset({PINNED_DEGRADED, PINNED_PROGRESSING})
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
@@ -85,10 +108,14 @@ def next_status(
     desired_annotation: str,
     current_annotation: str,
     now: str,
+    image_mode: bool = False,
+    images: tuple[str, str] = ("", ""),
 ) -> Obj | None:
     """The new ``status`` of a MachineConfigNode after reporting ``parent`` (and ``sub``), or
     ``None`` when the parent is already reported with that status and message (upstream: no
-    write). ``old`` is the current status (``None``/empty on first report)."""
+    write). ``old`` is the current status (``None``/empty on first report). ``image_mode``:
+    the node is on (or moving to) a built image: upstream's ImageModeStatusReporting
+    conditions, and ``configImage`` from ``images`` (current, desired annotations)."""
     conditions = [dict(c) for c in ((old or {}).get("conditions") or [])]
     new_parent = parent.at(now)
     new_child = sub.at(now) if sub is not None else None
@@ -103,7 +130,7 @@ def next_status(
                 "message": f"This node has not yet entered the {t} phase",
                 "lastTransitionTime": now,
             }
-            for t in ALL_CONDITIONS
+            for t in (IMAGE_MODE_CONDITIONS if image_mode else ALL_CONDITIONS)
             if t not in have
         ]
     else:
@@ -145,7 +172,18 @@ def next_status(
     version: Obj = {"desired": desired}
     if current_annotation:
         version["current"] = current_annotation
-    return {"conditions": conditions, "configVersion": version}
+    status: Obj = {"conditions": conditions, "configVersion": version}
+    image = config_image(*images) if image_mode else None
+    if image:
+        status["configImage"] = image
+    return status
+
+
+def config_image(current: str, desired: str) -> Obj | None:
+    """``status.configImage`` (upstream: from the node's currentImage and desiredImage
+    annotations, each only when set); None when neither is."""
+    found = {k: v for k, v in (("currentImage", current), ("desiredImage", desired)) if v}
+    return found or None
 
 
 def pool_of(labels: dict[str, str]) -> str:
