@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.node import annotations_of
-from mcd.model.node.mcn import NOT_YET_SET, Condition, next_status, pool_of
+from mcd.model.node.mcn import NOT_YET_SET, Condition, image_reference_ok, next_status, pool_of
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,9 @@ class MachineConfigNodeReporter:
         if desired and spec_desired != desired:  # upstream: the spec follows desiredConfig
             spec_patch["configVersion"] = {"desired": desired}
         spec_image = (spec.get("configImage") or {}).get("desiredImage", "")
-        if spec_image != images[1]:  # upstream UpdateMachineConfigNodeSpecDesiredAnnotations
-            spec_patch["configImage"] = {"desiredImage": images[1]} if images[1] else None
+        wanted = images[1] if image_reference_ok(images[1]) else ""
+        if spec_image != wanted:  # upstream UpdateMachineConfigNodeSpecDesiredAnnotations
+            spec_patch["configImage"] = {"desiredImage": wanted} if wanted else None
         if spec_patch:
             mcn = self._request("PATCH", path, {"spec": spec_patch}, MERGE_PATCH)
             self._mcn = mcn

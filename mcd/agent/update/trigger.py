@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
@@ -238,11 +239,13 @@ def _run(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
         before_reboot=lambda rationale: _applied_then_reboot(ctx, plan, rationale),
-        record=ctx.events.record, gate=gate,
+        record=_recording(ctx, plan), gate=gate,
     )  # fmt: skip
     try:
         outcome = txn.run()
     except UpdateError as e:
+        if e.step == "os" and plan.diff.os_update:
+            progress.image_pull(ctx, plan.new.os_image_url, str(e))
         if e.step == "gate":  # counted as a boot is: a bounded number of tries
             gateboots.record_failure(ctx.host.root, desired.name, f"{time.time_ns()}")
             gating.record_rollback(ctx, str(e), "rebootless")
@@ -258,6 +261,20 @@ def _run(
         progress.post_actions(ctx, plan)
         progress.node_not_degraded(ctx)
     return outcome
+
+
+def _recording(ctx: Context, plan: UpdatePlan) -> Callable[[Reason, str], object]:
+    """The update's Events, and on an image-mode node the pull of the image beside them
+    (ImagePulledFromRegistry: upstream reports it around the rebase)."""
+
+    def record(reason: Reason, message: str) -> object:
+        done = ctx.events.record(reason, message)
+        if plan.diff.os_update and reason in (Reason.OS_UPDATE_STARTED, Reason.OS_UPDATE_STAGED):
+            image = plan.new.os_image_url
+            progress.image_pull(ctx, image, done=reason is Reason.OS_UPDATE_STAGED)
+        return done
+
+    return record
 
 
 def _no_drift_since_preflight(ctx: Context, current: Config, drained: bool) -> None:

@@ -5,6 +5,7 @@ reaches ``Updated``, and the config versions in status. Pure: the caller passes 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,10 +180,24 @@ def next_status(
     return status
 
 
+_DIGESTED = re.compile(
+    r"([a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-zA-Z0-9-_]{0,61}/)?[a-zA-Z0-9-_.]*?"
+    r"@sha256:[a-f0-9]{64}"
+)
+
+
+def image_reference_ok(image: str) -> bool:
+    """The CRD's rule for an image in ``configImage`` (a digested pull spec of at most 447
+    characters): anything else would make the API server refuse the whole status write."""
+    return len(image) <= 447 and _DIGESTED.fullmatch(image) is not None
+
+
 def config_image(current: str, desired: str) -> Obj | None:
     """``status.configImage`` (upstream: from the node's currentImage and desiredImage
-    annotations, each only when set); None when neither is."""
-    found = {k: v for k, v in (("currentImage", current), ("desiredImage", desired)) if v}
+    annotations, each only when set and, here, only when the CRD takes it); None when
+    neither is."""
+    pairs = (("currentImage", current), ("desiredImage", desired))
+    found = {k: v for k, v in pairs if v and image_reference_ok(v)}
     return found or None
 
 
