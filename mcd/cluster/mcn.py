@@ -35,15 +35,22 @@ class MachineConfigNodeReporter:
         self._lock = threading.Lock()
 
     def report(
-        self, node: Obj, parent: Condition, sub: Condition | None = None, *, defer: bool = False
+        self,
+        node: Obj,
+        parent: Condition,
+        sub: Condition | None = None,
+        *,
+        defer: bool = False,
+        fields: Obj | None = None,
     ) -> None:
         """Report a phase. ``defer``: only in the status to send, which goes with the next
-        report that is not deferred (phases a moment apart share one write)."""
+        report that is not deferred (phases a moment apart share one write). ``fields``:
+        other status fields written with it (``pinnedImageSets``)."""
         if self._missing_api:
             return
         with self._lock:
             try:
-                self._report(node, parent, sub, defer)
+                self._report(node, parent, sub, defer, fields or {})
             except ApiError as e:
                 self._pending = None
                 if e.status == 404 and self._mcn is None:
@@ -99,7 +106,9 @@ class MachineConfigNodeReporter:
         )
         return self._mcn
 
-    def _report(self, node: Obj, parent: Condition, sub: Condition | None, defer: bool) -> None:
+    def _report(
+        self, node: Obj, parent: Condition, sub: Condition | None, defer: bool, fields: Obj
+    ) -> None:
         mcn = self._get_or_create(node)
         annotations = annotations_of(node)
         desired = annotations.get(Annotation.DESIRED_CONFIG, "")
@@ -133,6 +142,7 @@ class MachineConfigNodeReporter:
             images=images,
         )
         if status is not None:
+            status.update(fields)
             if not any(images) and (mcn.get("status") or {}).get("configImage"):
                 status["configImage"] = None  # image mode left: upstream no longer reports it
             self._pending = status

@@ -138,7 +138,12 @@ def next_status(
         reset = parent.type == UPDATED
         found_parent = found_child = False
         for i, c in enumerate(conditions):
-            if c["type"] == UPDATED and c.get("status") == TRUE and parent.type != UPDATED:
+            if (
+                c["type"] == UPDATED
+                and c.get("status") == TRUE
+                and parent.type != UPDATED
+                and parent.type not in SINGLETONS  # pinned images are no update of the node
+            ):
                 conditions[i] = {
                     "type": UPDATED,
                     "status": FALSE,
