@@ -82,7 +82,7 @@ def parse_quantity(text: str) -> int:
     """A Kubernetes quantity (``100Gi``, ``5e9``, ``500M``) in units; ``ValueError`` else."""
     match = _QUANTITY.match(text.strip())
     if not match or match.group(2) not in _SUFFIX:
-        raise ValueError(f"invalid quantity {text!r}")
+        raise ValueError(text)
     return int(float(match.group(1)) * _SUFFIX[match.group(2)])
 
 
