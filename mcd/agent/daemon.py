@@ -44,6 +44,7 @@ from mcd.agent.pinning import manager as pinning
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
+from mcd.agent.report.startup import log_system_data
 from mcd.agent.report.status import NodeStatus
 from mcd.agent.safety import trymode
 from mcd.agent.safety.guard import SigtermGuard
@@ -346,6 +347,10 @@ class Agent:
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
+        facts = (self.ctx.host.root, self.metrics, self.options.node_name)
+        threading.Thread(
+            target=log_system_data, args=facts, name="system-data", daemon=True
+        ).start()
         try:
             release = read_os_release(self.ctx.host.root)
             self.metrics.set_host_os(release.label, release.os_version)

@@ -57,6 +57,13 @@ class Metrics:
             registry=r,
         )  # fmt: skip
 
+        # issue 32: upstream's getUnsupportedPackages (mcd/agent/report/startup.py)
+        self.unsupported_packages = Gauge(
+            "mcd_local_unsupported_packages",
+            "Total number of locally layered unsupported packages installed on the node",
+            ["node"], registry=r,
+        )  # fmt: skip
+
     def set_host_os(self, os_label: str, version: str) -> None:
         self.host_os.clear()
         self.host_os.labels(os_label, version).set(1)
