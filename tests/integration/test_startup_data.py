@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from mcd.agent.report.metrics import Metrics
-from mcd.agent.report.startup import log_system_data, unsupported_packages
+from mcd.agent.report.startup import (
+    FINALIZE_FAILURE,
+    finalize_failure_annotation,
+    log_system_data,
+    unsupported_packages,
+)
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 from tests.fakes import rpm_ostree
@@ -56,3 +61,30 @@ def test_start_logs_rpm_ostree_status_and_counts_unsupported_packages(
         or "Listing failed systemd services" in text
         or "systemctl --failed:" in text
     )
+
+
+def _journal(tmp_path: Path, output: str) -> Runner:
+    """A runner whose ``journalctl`` prints ``output`` (the previous boot's finalization)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    script = bindir / "journalctl"
+    script.write_text(f"#!/bin/sh\ncat <<'END'\n{output}END\n")
+    script.chmod(0o755)
+    return Runner(env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"})
+
+
+def test_finalize_failure_is_proxied_to_the_annotation_and_cleared(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "run").mkdir(parents=True)
+    (root / "run/ostree-booted").touch()
+    failed = _journal(tmp_path, "Finalizing staged deployment\nerror: Installing kernel: No space left on device\n")  # fmt: skip
+    assert finalize_failure_annotation(Root(root), {}, failed) == {
+        FINALIZE_FAILURE: "error: Installing kernel: No space left on device"
+    }
+    done = {FINALIZE_FAILURE: "error: Installing kernel: No space left on device"}
+    assert finalize_failure_annotation(Root(root), done, failed) == {}  # already said
+    fine = _journal(tmp_path, "Finalizing staged deployment\nBootloader updated\n")
+    assert finalize_failure_annotation(Root(root), done, fine) == {FINALIZE_FAILURE: ""}
+    assert finalize_failure_annotation(Root(root), {}, fine) == {}
+    (root / "run/ostree-booted").unlink()
+    assert finalize_failure_annotation(Root(root), {}, failed) == {}  # not an ostree system

@@ -20,6 +20,9 @@ from mcd.host.runner import CommandError, Runner
 log = logging.getLogger(__name__)
 
 OSTREE_BOOTED = "/run/ostree-booted"
+FINALIZE_FAILURE = "machineconfiguration.openshift.io/ostree-finalize-staged-failure"
+"""Upstream's ``MachineConfigDaemonFinalizeFailureAnnotationKey``."""
+FINALIZE_LIMIT = 2000
 SUPPORTED_PACKAGES = frozenset(
     {
         "pacemaker", "pcs", "fence-agents-all",  # two-node-ha
@@ -88,3 +91,42 @@ def log_system_data(root: Root, metrics: Metrics, node: str, runner: Runner | No
             log.info("systemctl --failed:%s", failed)
         else:
             log.info("systemd service state: OK")
+
+
+def deployment_error(journal: str) -> str | None:
+    """The first ``error:`` line of ostree-finalize-staged's messages (rpmostree-client-go
+    ``parseDeploymentError``), or None."""
+    return next((line for line in journal.splitlines() if line.startswith("error:")), None)
+
+
+def previous_finalize_error(root: Root, runner: Runner | None = None) -> str | None:
+    """``QueryPreviousDeploymentError``: what ostree-finalize-staged.service said went wrong
+    when the previous boot ended; ``CommandError`` when the journal cannot be read."""
+    argv = ["journalctl", "-b", "-1", "-o", "cat", "_UID=0", "-u", "ostree-finalize-staged.service"]
+    if root.path != "/":
+        argv.insert(1, f"--root={root.path}")
+    return deployment_error((runner or Runner(timeout=60)).run(argv).stdout)
+
+
+def finalize_failure_annotation(
+    root: Root, annotations: Mapping[str, str], runner: Runner | None = None
+) -> dict[str, str | None]:
+    """Upstream ``syncFinalizationFailureAnnotation`` at start on an ostree system: the
+    previous boot's finalization error (at most 2000 characters) in the
+    ``ostree-finalize-staged-failure`` annotation, set back to empty once a boot finalized
+    well; ``{}`` when there is nothing to write."""
+    if not root.exists(OSTREE_BOOTED):
+        return {}
+    try:
+        error = previous_finalize_error(root, runner) or ""
+    except CommandError as e:
+        log.warning("failed to query for deployment failure: %s", e)
+        return {}
+    if error:
+        log.warning("Failed to finalize previous deployment: %s", error)
+        error = error[:FINALIZE_LIMIT]
+    else:
+        log.info("Previous boot ostree-finalize-staged.service appears successful")
+    if not error and FINALIZE_FAILURE not in annotations:
+        return {}
+    return {} if annotations.get(FINALIZE_FAILURE) == error else {FINALIZE_FAILURE: error}
