@@ -41,6 +41,7 @@ from mcd.agent.boot import rebootstrap
 from mcd.agent.boot.firstrun import boot
 from mcd.agent.commands.once import node_for
 from mcd.agent.pinning import manager as pinning
+from mcd.agent.report import previouslogs
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
@@ -387,6 +388,7 @@ class Agent:
         log.info("Stopping: waiting for the current sync to end")
         self.ctx.drift.stop()
         self._threads["worker"].join(timeout=10)
+        previouslogs.preserve(self.ctx.host.root)
         code = rebootstrap.after_stop(
             self.ctx.host.root, self.ctx.host.effects.systemd, self._x509_error, self._signaled
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.previouslogs import PREVIOUS, preserve
 from mcd.agent.report.startup import (
     FINALIZE_FAILURE,
     finalize_failure_annotation,
@@ -88,3 +89,18 @@ def test_finalize_failure_is_proxied_to_the_annotation_and_cleared(tmp_path: Pat
     assert finalize_failure_annotation(Root(root), {}, fine) == {}
     (root / "run/ostree-booted").unlink()
     assert finalize_failure_annotation(Root(root), {}, failed) == {}  # not an ostree system
+
+
+def test_previous_daemon_logs_are_kept_in_place_of_the_last_copy(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    pod = root / "var/log/pods/mcd_mcd-abcde_0f1e2d/mcd"
+    pod.mkdir(parents=True)
+    (pod / "0.log").write_text("agent log line\n")
+    (root / "var/log/pods/mcd_other-pod_1234").mkdir()
+    stale = root / PREVIOUS.lstrip("/") / "mcd_mcd-old_9999"
+    stale.mkdir(parents=True)
+    assert preserve(Root(root), "mcd", "mcd-abcde")
+    kept = root / PREVIOUS.lstrip("/")
+    assert sorted(p.name for p in kept.iterdir()) == ["mcd_mcd-abcde_0f1e2d"]
+    assert (kept / "mcd_mcd-abcde_0f1e2d/mcd/0.log").read_text() == "agent log line\n"
+    assert not preserve(Root(root), "mcd", "gone")
