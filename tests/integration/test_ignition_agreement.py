@@ -23,16 +23,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
 
 from mcd.model import gate
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document, load_machine_config
+from tests.integration.test_generated_configs import documents
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -167,3 +170,17 @@ def test_the_good_configs_pass_both(verdicts: list[Verdicts]) -> None:
     for v in verdicts:
         if v.name in good:
             assert (v.mcd_refuses, v.ignition_refuses) == (False, False), v
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_generated_configs_ignition_refuses_mcd_refuses(text: bytes) -> None:
+    """The 10,000-config generator's documents (``test_generated_configs.py``), hostile and
+    tame: whatever Ignition refuses of a spec it reads, mcd's gate refuses too."""
+    data, _doc = _ignition_input(text)
+    if data is None:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        refused, says = _ignition(data, Path(tmp))
+    if refused:
+        assert _mcd_refuses(text), f"Ignition refuses, mcd accepts: {says}"

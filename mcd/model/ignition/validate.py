@@ -11,6 +11,7 @@ import posixpath
 from collections.abc import Iterator
 
 from mcd.model.errors import ConfigValidationError, DecodeError
+from mcd.model.ignition import storage
 from mcd.model.ignition.config import MAX_FILE_MODE, Contents, IgnitionConfig, Owner
 from mcd.model.ignition.dataurl import MAX_DECOMPRESSED, decode_data_url, decoded_size
 from mcd.model.ignition.guards import UNIT_SUFFIXES, file_guard, length_problem, on_readonly_usr
@@ -39,6 +40,7 @@ def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
             list(_file_problems(cfg, prefix))
             + list(_unit_problems(cfg, prefix))
             + list(_user_problems(cfg, prefix))
+            + list(storage.problems(cfg, prefix))
         )
         cfg.memo[key] = found
     return list(found)
