@@ -28,12 +28,13 @@ def decode_data_url(url: str) -> bytes:
         raise DecodeError(f"only data: URLs are supported, got {goquote(shown)}")
     is_base64, payload = dataurl_lex.split(url)
     if not is_base64:
+        if not dataurl_lex.url_payload(payload):
+            dataurl_lex.check_payload(url, is_base64, payload)
         return dataurl_lex.unescape(payload)
-    # Go's base64.StdEncoding skips newlines; padding is required
-    raw = payload.replace("\n", "").encode("ascii")
-    try:
-        return binascii.a2b_base64(raw, strict_mode=True)
+    try:  # strict: only the alphabet and its padding, as Go's base64.StdEncoding
+        return binascii.a2b_base64(payload.encode("ascii", "replace"), strict_mode=True)
     except (binascii.Error, ValueError) as e:
+        dataurl_lex.check_payload(url, is_base64, payload)
         raise DecodeError(f"invalid base64 data in data URL: {e}") from e
 
 

@@ -12,12 +12,14 @@ words; the caller decodes the payload it returns.
 
 from __future__ import annotations
 
+import binascii
+import re
+
 from mcd.model.errors import DecodeError
 
 PREFIX = "data:"
 _TSPECIALS = frozenset('()<>@,;:\\"/[]?=')
 _NOT_URL_CHARS = frozenset(' <>#"{}|\\^[]`')
-_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n")
 _DISCRETE = ("text", "image", "audio", "video", "application", "message", "multipart")
 
 
@@ -179,7 +181,7 @@ def _url_parse_problem(url: str) -> bool:
     read): a control character before the fragment, a bad escape in the fragment, or in
     the path when the rest is a path (``data:/...``)."""
     before, hash_, fragment = url.partition("#")
-    if any(c < " " or c == "\x7f" for c in before):
+    if _CONTROL.search(before):
         return True
     if hash_ and _bad_escape(fragment):
         return True
@@ -187,20 +189,23 @@ def _url_parse_problem(url: str) -> bool:
 
 
 def _bad_escape(text: str) -> bool:
-    at = text.find("%")
-    while at >= 0:
-        pair = text[at + 1 : at + 3]
-        if len(pair) < 2 or not all(h in _HEX for h in pair):
-            return True
-        at = text.find("%", at + 3)
-    return False
+    return _BAD_ESCAPE.search(text) is not None
 
 
 def split(url: str) -> tuple[bool, str]:
-    """``(is_base64, payload)`` of a ``data:`` URL whose every character the grammar allows;
-    :class:`DecodeError` with the library's own words otherwise."""
-    if _url_parse_problem(url):
-        raise _fail("unable to parse url")
+    """``(is_base64, payload)`` of a ``data:`` URL whose header (up to the data comma) the
+    grammar allows; :class:`DecodeError` with the library's own words otherwise. The payload
+    is not scanned here: :func:`payload_problem` judges it when decoding fails, so a valid
+    payload is read once, by the decoder."""
+    try:
+        return _split(url)
+    except DecodeError:
+        if _url_parse_problem(url):  # Go's url.Parse speaks first
+            raise _fail("unable to parse url") from None
+        raise
+
+
+def _split(url: str) -> tuple[bool, str]:
     if not url.startswith(PREFIX):
         raise _fail("missing data prefix")
     s = _Scan(url)
@@ -215,34 +220,49 @@ def split(url: str) -> tuple[bool, str]:
     is_base64 = _parameters(s)
     if s.peek() != ",":
         raise _fail("missing comma before data")
-    payload = url[s.pos + 1 :]
-    allowed = _BASE64_CHARS.__contains__ if is_base64 else is_url_char
-    if not all(map(allowed, payload)):
-        raise _fail("invalid data character")
-    return is_base64, payload
+    return is_base64, url[s.pos + 1 :]
+
+
+def payload_problem(url: str, is_base64: bool, payload: str) -> str | None:
+    """What Ignition says of the payload (after the header passed), or None when every
+    character is one the grammar allows."""
+    if _url_parse_problem(url):
+        return "unable to parse url"
+    if not (_BASE64_PAYLOAD if is_base64 else _URL_PAYLOAD).fullmatch(payload):
+        return "invalid data character"
+    return None
+
+
+def url_payload(payload: str) -> bool:
+    """Every character of a plain payload one RFC 2396 allows in a URL."""
+    return _URL_PAYLOAD.fullmatch(payload) is not None
+
+
+def check_payload(url: str, is_base64: bool, payload: str) -> None:
+    problem = payload_problem(url, is_base64, payload)
+    if problem:
+        raise _fail(problem)
 
 
 def unescape(payload: str) -> bytes:
     """RFC 2396 unescaping of a checked payload: ``%XX`` pairs, nothing else special."""
-    if "%" not in payload:
-        return payload.encode("ascii")
-    out = bytearray()
-    i = 0
-    n = len(payload)
-    while i < n:
-        c = payload[i]
-        if c != "%":
-            out.append(ord(c))
-            i += 1
-            continue
-        pair = payload[i + 1 : i + 3]
+    bad = _BAD_ESCAPE.search(payload)
+    if bad is not None:
+        pair = payload[bad.start() + 1 : bad.start() + 3]
         if len(pair) < 2 and all(h in _HEX for h in pair):
             raise _fail("rfc2396: unexpected end of unescape sequence")
-        if not all(h in _HEX for h in pair):
-            raise _fail("rfc2396: invalid char 0x25 in unescape sequence")
-        out.append(int(pair, 16))
-        i += 3
-    return bytes(out)
+        raise _fail("rfc2396: invalid char 0x25 in unescape sequence")
+    if "%" not in payload:
+        return payload.encode("ascii")
+    # every escape is a valid %XX and nothing else is special: quoted-printable's decoder
+    # (C) reads the same bytes once '=' is escaped and '%' spelled '=' (no line breaks or
+    # spaces can be in a checked payload)
+    return binascii.a2b_qp(payload.replace("=", "=3D").replace("%", "="))
 
 
 _HEX = frozenset("0123456789abcdefABCDEF")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BASE64_PAYLOAD = re.compile(r"[A-Za-z0-9+/=\n]*")
+_URL_PAYLOAD = re.compile(r"[!$-;=?-Z_a-z~]*")
+"""RFC 2396 URL characters: printable ASCII but space, ``<>#"{}|\\^[]`` and backquote."""
