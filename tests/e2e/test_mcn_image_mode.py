@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcd.host.osupdate.rpmostree import RETRY_ENV
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.scenarios import boot_on, update_to
 from tests.e2e.test_image_mode import OCL_IMAGE
 from tests.e2e.test_machineconfignode import MCN, record_status_writes
+from tests.fakes import rpm_ostree
 from tests.fakes.kubecluster import TestCluster
 
 Obj = dict[str, Any]
@@ -66,3 +68,27 @@ def test_image_mode_node_reports_config_image_and_its_conditions(
             if c["type"] == "UpdateExecuted"
         ]
         assert "AppliedOSImage" in executed and "AppliedFiles" in executed
+
+
+def test_an_image_that_cannot_be_pulled_is_said_on_the_mcn(
+    make_node: NodeFactory, kube_cluster: TestCluster
+) -> None:
+    """Upstream ``applyLayeredOSChanges``: ImagePulledFromRegistry False with the error."""
+    node = make_node(fake_systemd=True)
+    node.base_env[RETRY_ENV] = "0.01"
+    boot_on(node, kube_cluster)
+    error = f"error: reading manifest in {OCL_IMAGE}: manifest unknown"
+    with rpm_ostree.edit(node.rpm_state) as state:
+        state["fail"]["rebase"] = error
+        state["fail_times"]["rebase"] = 10_000
+    update_to(node, kube_cluster, desired_image=OCL_IMAGE, app="threads=8\n")
+    node.wait_state("Degraded", timeout=60)
+
+    def pulled() -> Obj:
+        got = kube_cluster.kube.request("GET", f"{MCN}/{node.name}")
+        return {c["type"]: c for c in got["status"]["conditions"]}["ImagePulledFromRegistry"]
+
+    node.wait_for(lambda: pulled()["status"] == "False", 15, "ImagePulledFromRegistry False")
+    message = pulled()["message"]
+    assert message.startswith(f"Failed to pull OS image {OCL_IMAGE} from registry: ")
+    assert "manifest unknown" in message
