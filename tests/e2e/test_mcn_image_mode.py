@@ -86,7 +86,9 @@ def test_an_image_that_cannot_be_pulled_is_said_on_the_mcn(
 
     def pulled() -> Obj:
         got = kube_cluster.kube.request("GET", f"{MCN}/{node.name}")
-        return {c["type"]: c for c in got["status"]["conditions"]}["ImagePulledFromRegistry"]
+        found: Obj = {c["type"]: c for c in got["status"]["conditions"]}
+        condition: Obj = found["ImagePulledFromRegistry"]
+        return condition
 
     node.wait_for(lambda: pulled()["status"] == "False", 15, "ImagePulledFromRegistry False")
     message = pulled()["message"]
