@@ -25,11 +25,19 @@ class CriError(HostError):
 
 class Cri:
     def __init__(self, root: Root, runner: Runner | None = None, socket: str = SOCKET) -> None:
-        self.endpoint = "unix://" + root.host_path(socket)
+        self.root = root
+        self.socket = socket
         self.runner = runner or Runner()
 
     def _argv(self, *args: str) -> list[str]:
-        return [CRICTL, "--runtime-endpoint", self.endpoint, "--timeout", "60s", *args]
+        """The node's own crictl when the root carries one (as upstream's daemon, chrooted
+        into the host), else the agent's, on the node's socket."""
+        if self.root.path != "/" and self.root.exists(f"/usr/bin/{CRICTL}"):
+            head = ["chroot", self.root.path, CRICTL, "--runtime-endpoint", f"unix://{self.socket}"]
+        else:
+            endpoint = "unix://" + self.root.host_path(self.socket)
+            head = [CRICTL, "--runtime-endpoint", endpoint]
+        return [*head, "--timeout", "60s", *args]
 
     def image_present(self, image: str) -> bool:
         """CRI ``ImageStatus``: whether the runtime has ``image``."""
