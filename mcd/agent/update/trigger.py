@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from mcd.agent.report import startup
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
 from mcd.agent.update.context import (
@@ -89,7 +90,15 @@ def current_config(ctx: Context, node: Obj) -> Config:
 
 
 def validate_current(ctx: Context, mc: MachineConfig) -> str:
-    """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason."""
+    """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason,
+    with the previous boot's finalization failure as its possible root cause (upstream
+    ``validateOnDiskState``)."""
+    problem = _validate_current(ctx, mc)
+    finalize = annotations_of(ctx.writer.current()).get(startup.FINALIZE_FAILURE, "")
+    return f"{problem}; possible root cause: {finalize}" if problem and finalize else problem
+
+
+def _validate_current(ctx: Context, mc: MachineConfig) -> str:
     host = ctx.host
     report = validate_on_disk(mc, host.root, host.effects.systemd)
     if not report.ok:
