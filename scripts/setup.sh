@@ -36,6 +36,12 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${MCD_NO_REAL_PARTS:-}" ]; then
         dpkg -s "$pkg" >/dev/null 2>&1 || real_parts+=("$pkg")
     done
 fi
+# Ignition's own verdict on every test config (ignition-validate, from the package ignition;
+# tests/integration/test_ignition_agreement.py) needs no root: installed for every run.
+if [ -z "${MCD_NO_REAL_PARTS:-}" ] && ! command -v ignition-validate >/dev/null 2>&1 \
+    && [[ " ${real_parts[*]-} " != *" ignition "* ]]; then
+    real_parts+=(ignition)
+fi
 if ((${#apt_packages[@]} + ${#real_parts[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -40,9 +40,12 @@ from typing import TypeVar
 from mcd.agent.boot import rebootstrap
 from mcd.agent.boot.firstrun import boot
 from mcd.agent.commands.once import node_for
+from mcd.agent.pinning import manager as pinning
+from mcd.agent.report import previouslogs
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
+from mcd.agent.report.startup import log_system_data
 from mcd.agent.report.status import NodeStatus
 from mcd.agent.safety import trymode
 from mcd.agent.safety.gauges import watch_node
@@ -58,6 +61,7 @@ from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import wait_for_machine_config
 from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDrainer
 from mcd.cluster.events import EventRecorder, Reason
+from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import NodeWriter
 from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
@@ -134,6 +138,10 @@ class Agent:
             name, host, self.kube, writer, events, drainer, status, self.metrics, drift,
             SigtermGuard(events),
         )  # fmt: skip
+        self.ctx.mcn = MachineConfigNodeReporter(self.kube, name)  # shared with pinned images
+        self.pinned = pinning.PinnedImages(
+            self.kube, name, root, host.effects.systemd, self.ctx.mcn
+        )
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._waiting_for: set[str] = set()
@@ -342,6 +350,10 @@ class Agent:
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
+        facts = (self.ctx.host.root, self.metrics, self.options.node_name)
+        threading.Thread(
+            target=log_system_data, args=facts, name="system-data", daemon=True
+        ).start()
         try:
             release = read_os_release(self.ctx.host.root)
             self.metrics.set_host_os(release.label, release.os_version)
@@ -359,6 +371,7 @@ class Agent:
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
         self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
+        self._start("pinned-images", lambda: pinning.run(self.pinned, self.stop))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", lambda: poll_kubelet(
                 self.options.kubelet_healthz_endpoint, self.options.kubelet_interval,
@@ -377,6 +390,7 @@ class Agent:
         log.info("Stopping: waiting for the current sync to end")
         self.ctx.drift.stop()
         self._threads["worker"].join(timeout=10)
+        previouslogs.preserve(self.ctx.host.root)
         code = rebootstrap.after_stop(
             self.ctx.host.root, self.ctx.host.effects.systemd, self._x509_error, self._signaled
         )

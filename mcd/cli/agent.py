@@ -109,9 +109,7 @@ def start_command(
     "--node", "node_name", envvar="NODE_NAME", help="Default: $NODE_NAME, else this host."
 )
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
-@click.option(
-    "--namespace", help="Where the node's Events are (default: $MCD_EVENT_NAMESPACE or default)."
-)
+@click.option("--namespace", help="Where the node's Events are (default: every namespace).")
 @click.option("--events", "event_count", type=int, default=10, show_default=True,
               help="How many of the node's last Events to show.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

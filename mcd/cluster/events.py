@@ -1,4 +1,5 @@
-"""Events about the Node, with the upstream reasons (``involvedObject`` = the Node).
+"""Events about the Node, with the upstream reasons (``involvedObject`` = the Node), in the
+daemon's own namespace as upstream records them (:func:`default_namespace`).
 
 Recording never fails the caller: an Event that cannot be written is logged.
 With ``background=True`` (the agent) Events are sent by a sender thread, in
@@ -81,14 +82,37 @@ WARNINGS = frozenset(
 
 
 EVENT_NAMESPACE_ENV = "MCD_EVENT_NAMESPACE"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+STAGED_NAMESPACE = "default"
+"""``OSUpdateStaged``: upstream creates it itself, synchronously, in ``default`` with no
+involved namespace (``update.go``), not through its namespaced recorder."""
 
 
-def default_namespace() -> str:
-    """Where Node events go: ``default``, as client-go's recorder puts Events about a
-    cluster-scoped object (upstream's, ``OSUpdateStaged`` included); ``$MCD_EVENT_NAMESPACE``
-    when configured. kube-apiserver refuses an Event about a Node in a namespace that is not
-    the Event's own involvedObject namespace (422), so the pod's namespace cannot be used."""
-    return os.environ.get(EVENT_NAMESPACE_ENV) or "default"
+def default_namespace(service_account_namespace: str = SERVICE_ACCOUNT_NAMESPACE) -> str:
+    """Where the agent records Events about its Node: the daemon's own namespace, as upstream's
+    ``ctrlcommon.NamespacedEventRecorder`` records them in ``openshift-machine-config-operator``
+    (``ensureEventNamespace`` gives the Node reference that namespace, so kube-apiserver, which
+    wants an Event's namespace to be its involvedObject's, takes it). In order:
+    ``$MCD_EVENT_NAMESPACE``, the pod's ``$POD_NAMESPACE``, the service account's namespace
+    file, else ``default`` (a host service with a kubeconfig: client-go's place for an Event
+    about a cluster-scoped object)."""
+    found = os.environ.get(EVENT_NAMESPACE_ENV) or os.environ.get("POD_NAMESPACE")
+    if not found:
+        try:
+            with open(service_account_namespace, encoding="utf-8") as f:
+                found = f.read(256).strip()
+        except OSError:
+            found = ""
+    return found or "default"
+
+
+def node_reference(name: str, uid: str, namespace: str) -> Obj:
+    """The Event's ``involvedObject``: the Node, with the Event's namespace unless that is
+    ``default`` (upstream ``ensureEventNamespace``; client-go leaves it empty there)."""
+    ref: Obj = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
+    if namespace != "default":
+        ref["namespace"] = namespace
+    return ref
 
 
 class EventRecorder:
@@ -141,12 +165,12 @@ class EventRecorder:
                 self._queue.task_done()
 
     def _send(self, reason: Reason, message: str) -> bool:
-        involved = {"apiVersion": "v1", "kind": "Node", "name": self.node_name,
-                    "uid": self.node_uid}  # fmt: skip
+        namespace = STAGED_NAMESPACE if reason == Reason.OS_UPDATE_STAGED else self.namespace
+        involved = node_reference(self.node_name, self.node_uid, namespace)
         body = event_body(involved, str(reason), message, reason in WARNINGS,
-                          self.namespace, SOURCE_COMPONENT, host=self.node_name)  # fmt: skip
+                          namespace, SOURCE_COMPONENT, host=self.node_name)  # fmt: skip
         try:
-            self.kube.request("POST", f"/api/v1/namespaces/{self.namespace}/events", body=body)
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
         except ApiError as e:
             log.warning("Could not record event %s on node %s: %s", reason, self.node_name, e)
             return False

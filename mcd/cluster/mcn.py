@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.node import annotations_of
-from mcd.model.node.mcn import NOT_YET_SET, Condition, next_status, pool_of
+from mcd.model.node.mcn import NOT_YET_SET, Condition, image_reference_ok, next_status, pool_of
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -35,15 +35,22 @@ class MachineConfigNodeReporter:
         self._lock = threading.Lock()
 
     def report(
-        self, node: Obj, parent: Condition, sub: Condition | None = None, *, defer: bool = False
+        self,
+        node: Obj,
+        parent: Condition,
+        sub: Condition | None = None,
+        *,
+        defer: bool = False,
+        fields: Obj | None = None,
     ) -> None:
         """Report a phase. ``defer``: only in the status to send, which goes with the next
-        report that is not deferred (phases a moment apart share one write)."""
+        report that is not deferred (phases a moment apart share one write). ``fields``:
+        other status fields written with it (``pinnedImageSets``)."""
         if self._missing_api:
             return
         with self._lock:
             try:
-                self._report(node, parent, sub, defer)
+                self._report(node, parent, sub, defer, fields or {})
             except ApiError as e:
                 self._pending = None
                 if e.status == 404 and self._mcn is None:
@@ -99,18 +106,30 @@ class MachineConfigNodeReporter:
         )
         return self._mcn
 
-    def _report(self, node: Obj, parent: Condition, sub: Condition | None, defer: bool) -> None:
+    def _report(
+        self, node: Obj, parent: Condition, sub: Condition | None, defer: bool, fields: Obj
+    ) -> None:
         mcn = self._get_or_create(node)
         annotations = annotations_of(node)
         desired = annotations.get(Annotation.DESIRED_CONFIG, "")
+        images = (
+            annotations.get(Annotation.CURRENT_IMAGE, ""),
+            annotations.get(Annotation.DESIRED_IMAGE, ""),
+        )
         path = f"{COLLECTION}/{self.node_name}"
-        spec_desired = (mcn.get("spec") or {}).get("configVersion", {}).get("desired", "")
+        spec = mcn.get("spec") or {}
+        spec_desired = spec.get("configVersion", {}).get("desired", "")
+        spec_patch: Obj = {}
         if desired and spec_desired != desired:  # upstream: the spec follows desiredConfig
-            mcn = self._request(
-                "PATCH", path, {"spec": {"configVersion": {"desired": desired}}}, MERGE_PATCH
-            )
+            spec_patch["configVersion"] = {"desired": desired}
+        spec_image = (spec.get("configImage") or {}).get("desiredImage", "")
+        wanted = images[1] if image_reference_ok(images[1]) else ""
+        if spec_image != wanted:  # upstream UpdateMachineConfigNodeSpecDesiredAnnotations
+            spec_patch["configImage"] = {"desiredImage": wanted} if wanted else None
+        if spec_patch:
+            mcn = self._request("PATCH", path, {"spec": spec_patch}, MERGE_PATCH)
             self._mcn = mcn
-            spec_desired = desired
+            spec_desired = desired or spec_desired
         status = next_status(
             self._pending or mcn.get("status"),
             parent,
@@ -119,11 +138,41 @@ class MachineConfigNodeReporter:
             desired_annotation=desired,
             current_annotation=annotations.get(Annotation.CURRENT_CONFIG, ""),
             now=_now(),
+            image_mode=any(images),
+            images=images,
         )
         if status is not None:
+            status.update(fields)
+            if not any(images) and (mcn.get("status") or {}).get("configImage"):
+                status["configImage"] = None  # image mode left: upstream no longer reports it
             self._pending = status
         if defer or self._pending is None:
             return
         status, self._pending = self._pending, None
         status["observedGeneration"] = int((mcn.get("metadata") or {}).get("generation") or 1)
         self._mcn = self._request("PATCH", f"{path}/status", {"status": status}, MERGE_PATCH)
+
+    def set_status_fields(self, node: Obj, fields: Obj) -> bool:
+        """Status fields beside the conditions (``irreconcilableChanges``,
+        ``pinnedImageSets``): one merge patch of those that differ from the object's (None
+        removes a field), none when all match. False when the write failed (logged)."""
+        if self._missing_api:
+            return False
+        with self._lock:
+            try:
+                status = self._get_or_create(node).get("status") or {}
+                changed = {
+                    k: v for k, v in fields.items() if status.get(k) != v and (v or k in status)
+                }
+                if changed:
+                    path = f"{COLLECTION}/{self.node_name}/status"
+                    self._mcn = self._request("PATCH", path, {"status": changed}, MERGE_PATCH)
+                return True
+            except ApiError as e:
+                self._mcn = None
+                log.warning("Error applying MCN status: %s", e)
+                return False
+
+    def status(self) -> Obj:
+        """The status last read or written (empty before the first report)."""
+        return dict((self._mcn or {}).get("status") or {})

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from mcd.cluster.api import ApiError, Kube
 from mcd.model.disruption.policy import DEFAULT_POLICIES, DisruptionPolicies
 from mcd.model.disruption.policy_status import NOT_UP_TO_DATE, parse_status_policies, status_ready
+from mcd.model.planning.overrides import overrides_from
+from mcd.model.planning.reconcile import Overrides
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +64,15 @@ def cluster_policies(
             log.error("NodeDisruptionPolicyStatus was not ready: %s", NOT_UP_TO_DATE)
             raise PoliciesNotReady(f"NodeDisruptionPolicyStatus was not ready: {NOT_UP_TO_DATE}")
         sleep(interval)
+
+
+def irreconcilable_overrides(kube: Kube) -> Overrides:
+    """``spec.irreconcilableValidationOverrides`` of MachineConfiguration/cluster, as upstream's
+    ``GetIrreconcilableOverrides`` reads it for the daemon's and the render controller's
+    reconcilability checks; none without that object (plain Kubernetes)."""
+    try:
+        return overrides_from(kube.request("GET", MACHINECONFIGURATION))
+    except ApiError as e:
+        if e.status != 404:
+            raise
+        return Overrides()

@@ -4,7 +4,7 @@ agent published on its Node. Set when some node cannot; kept up to date (False) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcd.model.errors import ConfigError
@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 
 def update_condition(
     pool: Obj,
-    members: list[Obj],
+    members: Sequence[Mapping[str, Any]],
     configs: Mapping[str, Obj],
     conditions: list[Obj],
     stamp: str,

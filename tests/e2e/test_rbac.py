@@ -19,6 +19,7 @@ from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import create_config
 from tests.e2e.scenarios import boot_on
+from tests.fakes import cri
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
@@ -72,6 +73,16 @@ def test_cluster_role_covers_exactly_what_the_agent_does(
 
     echo = threading.Thread(target=controller, daemon=True)
     echo.start()
+    # its pool pins images (issue 32): the agent reads the PinnedImageSet by name
+    pinned = kube_cluster.name("set")
+    kube_cluster.create("/apis/machineconfiguration.openshift.io/v1/pinnedimagesets", {
+        "metadata": {"name": pinned}, "spec": {"pinnedImages": [{"name": "quay.io/a@sha256:"
+                                                                  + "a" * 64}]}})  # fmt: skip
+    kube_cluster.create("/apis/machineconfiguration.openshift.io/v1/machineconfigpools", {
+        "metadata": {"name": "worker"}, "spec": {"pinnedImageSets": [{"name": pinned}]}})  # fmt: skip
+    state = other.root.parent / "cri.json"
+    cri.save(state, cri.new_state())
+    other.base_env.update(MCD_FAKE_CRI_STATE=str(state), MCD_PINNED_IMAGES_INTERVAL="0.5")
     try:
         boot_on(other, kube_cluster, "rendered-ctl-1")
         kube_cluster.pod(kube_cluster.namespace("ctl"), "web-1", other.name)

@@ -157,8 +157,11 @@ class TestCluster:
         )
         return sorted(p["metadata"]["name"] for p in listing["items"])
 
-    def events_for(self, node: str, namespace: str = "default") -> list[Obj]:
-        listing = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/events")
+    def events_for(self, node: str, namespace: str | None = None) -> list[Obj]:
+        """The Events about ``node``: in ``namespace``, else in every namespace (the agent
+        records in its own, ``OSUpdateStaged`` in default)."""
+        where = f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"
+        listing = self.kube.request("GET", where)
         return [e for e in listing["items"] if e.get("involvedObject", {}).get("name") == node]
 
     def close(self) -> None:

@@ -93,3 +93,27 @@ def test_plan_from_cluster_uses_the_same_source(
         cli, ["plan", "--from-cluster", "nope", "--kubeconfig", str(kube_cluster.kubeconfig)]
     )
     assert missing.exit_code == 1 and "cannot plan node nope" in missing.output
+
+
+def test_plan_from_cluster_takes_the_irreconcilable_overrides(
+    kube_cluster: TestCluster,
+    machine_configuration: None,  # noqa: F811
+) -> None:
+    """Issue 32: spec.irreconcilableValidationOverrides, as the agent reads it."""
+    old, new = kube_cluster.name("rendered-a"), kube_cluster.name("rendered-b")
+    disk = {"disks": [{"device": "/dev/sdb", "wipeTable": True}]}
+    for name, storage in ((old, None), (new, disk)):
+        kube_cluster.create(
+            "/apis/machineconfiguration.openshift.io/v1/machineconfigs",
+            mc_doc(name, files=[file_entry("/etc/a", "a\n")], storage=storage),
+        )
+    node = kube_cluster.node("plan", {Annotation.CURRENT_CONFIG: old,
+                                      Annotation.DESIRED_CONFIG: new})  # fmt: skip
+    args = ["plan", "--from-cluster", node, "--kubeconfig", str(kube_cluster.kubeconfig)]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2 and "ignition disks section contains changes" in refused.output
+    allowed = status_object({}, generation=1, observed=1)
+    allowed["spec"]["irreconcilableValidationOverrides"] = {"storage": ["Disks"]}
+    create_machine_configuration(kube_cluster, allowed)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output

@@ -35,10 +35,11 @@ NAMED = {"machineconfigurations": "cluster"}
 
 
 def namespace_for(resource: str) -> str:
-    """Where the agent uses ``resource``: Nodes have none; its Leases live in its own
-    namespace (POD_NAMESPACE, where daemonset/02-rbac.yaml's Role grants them); the rest in
-    ``default`` (Events, and the e2e pods it drains)."""
-    return {"nodes": "", "leases": "mcd"}.get(resource, "default")
+    """Where the agent uses ``resource``: Nodes have none; its Leases (where
+    daemonset/02-rbac.yaml's Role grants them) and its Events about the Node (issue 32, as
+    upstream's) live in its own namespace (POD_NAMESPACE); the rest in ``default`` (the e2e
+    pods it drains)."""
+    return {"nodes": "", "leases": "mcd", "events": "mcd"}.get(resource, "default")
 
 
 def allowed(kube: Kube, group: str, resource: str, verb: str) -> bool:

@@ -66,12 +66,19 @@ def test_no_service_account_is_a_clear_error(tmp_path: Path) -> None:
         load_client(environ={}, root_mount=str(tmp_path), service_account=str(tmp_path / "x"))
 
 
-def test_node_events_go_to_default_as_client_go_records_them(
-    monkeypatch: pytest.MonkeyPatch,
+def test_node_events_go_to_the_daemons_namespace_as_upstream_records_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """client-go makeEvent: a cluster-scoped involvedObject's Event is in "default"."""
-    monkeypatch.setenv("POD_NAMESPACE", "mcd")
+    """Upstream's NamespacedEventRecorder: the daemon's namespace; configurable; default
+    only for a host service with no namespace to go by."""
+    missing = str(tmp_path / "none")
     monkeypatch.delenv("MCD_EVENT_NAMESPACE", raising=False)
-    assert default_namespace() == "default"
-    monkeypatch.setenv("MCD_EVENT_NAMESPACE", "openshift-machine-config-operator")
-    assert default_namespace() == "openshift-machine-config-operator"
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    assert default_namespace(missing) == "default"
+    sa = tmp_path / "namespace"
+    sa.write_text("openshift-machine-config-operator\n")
+    assert default_namespace(str(sa)) == "openshift-machine-config-operator"
+    monkeypatch.setenv("POD_NAMESPACE", "mcd")
+    assert default_namespace(str(sa)) == "mcd"
+    monkeypatch.setenv("MCD_EVENT_NAMESPACE", "ops")
+    assert default_namespace(str(sa)) == "ops"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -30,7 +31,7 @@ def files(*entries: Obj, **sections: Any) -> Obj:
 
 
 def plain(path: str, data: str, **extra: Any) -> Obj:
-    return {"path": path, "mode": 420, "contents": {"source": f"data:,{data}"}, **extra}
+    return {"path": path, "mode": 420, "contents": {"source": f"data:,{quote(data)}"}, **extra}
 
 
 def test_the_rendered_object_is_owned_by_its_pool() -> None:

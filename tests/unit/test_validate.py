@@ -35,7 +35,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "bad base64",
-        {"files": [{"path": "/etc/a", "contents": {"source": "data:;base64,!!!notbase64"}}]},
+        {"files": [{"path": "/etc/a", "contents": {"source": "data:;base64,YWJ"}}]},
         'storage.files[0].contents: could not decode file "/etc/a": invalid base64 data',
     ),
     (

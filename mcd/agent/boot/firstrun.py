@@ -28,6 +28,7 @@ from mcd.agent.boot.bootstrap import (
     with_bootstrap_image,
 )
 from mcd.agent.bootloader import softreboot, support
+from mcd.agent.report import startup
 from mcd.agent.safety import bootretry, health, owed
 from mcd.agent.update import gating, imagemode, progress
 from mcd.agent.update.context import (
@@ -68,6 +69,9 @@ log = logging.getLogger(__name__)
 def boot(ctx: Context, node: Obj) -> None:
     node = load_node_annotations(ctx, node)
     annotations = annotations_of(node)
+    finalize = startup.finalize_failure_annotation(ctx.host.root, annotations)
+    if finalize:
+        ctx.writer.set_annotations(finalize)
     if annotations.get(Annotation.POST_CONFIG_ACTION) == NodeState.REBOOTING:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})

@@ -18,7 +18,7 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import CORDONED_BY
 from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
-from mcd.cluster.policies import PoliciesNotReady, cluster_policies
+from mcd.cluster.policies import PoliciesNotReady, cluster_policies, irreconcilable_overrides
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.node.health import STATE_ANNOTATION, describe_state
@@ -139,6 +139,7 @@ def plan_between(
         old, new, cluster_policies(kube, timeout=0),
         host=support_from_annotation(a.get(HOST_SUPPORT_ANNOTATION, "")),
         soft_reboot=soft_reboot_allowed(a.get(SOFT_REBOOT_ANNOTATION)),
+        overrides=irreconcilable_overrides(kube),
     )  # fmt: skip
 
 
@@ -151,15 +152,19 @@ def pending_plan(kube: Kube, node: str) -> UpdatePlan:
     return plan_between(kube, current, a.get(Annotation.DESIRED_CONFIG) or current, a)
 
 
-def _events(kube: Kube, node: str, namespace: str, limit: int) -> list[dict[str, str]]:
-    try:
-        listing = kube.request(
-            "GET",
-            f"/api/v1/namespaces/{namespace}/events",
-            {"fieldSelector": f"involvedObject.name={node}"},
-        )
-    except ApiError:
-        return []
+def _events(kube: Kube, node: str, namespace: str | None, limit: int) -> list[dict[str, str]]:
+    """The Node's last Events: in ``namespace``, else in every namespace (the agent's own
+    namespace and ``default``, where ``OSUpdateStaged`` goes), else in the local default."""
+    selector = {"fieldSelector": f"involvedObject.kind=Node,involvedObject.name={node}"}
+    paths = [f"/api/v1/namespaces/{namespace}/events"] if namespace else [
+        "/api/v1/events", f"/api/v1/namespaces/{default_namespace()}/events"]  # fmt: skip
+    listing: Obj = {}
+    for path in paths:
+        try:
+            listing = kube.request("GET", path, selector)
+            break
+        except ApiError:
+            continue
     items = [
         e for e in listing.get("items") or [] if e.get("involvedObject", {}).get("name") == node
     ]
@@ -197,7 +202,7 @@ def node_report(
         drain=drain,
         plan=plan,
         plan_error=plan_error,
-        events=_events(kube, node, namespace or default_namespace(), events),
+        events=_events(kube, node, namespace, events),
         ssh=a.get(Annotation.SSH, ""),
         current_image=a.get(Annotation.CURRENT_IMAGE, ""),
         desired_image=a.get(Annotation.DESIRED_IMAGE, ""),

@@ -97,6 +97,12 @@ class Metrics:
             "mcd_try_pending", "1 while an update is on trial and neither confirmed nor reverted",
             registry=r,
         )  # fmt: skip
+        # upstream's getUnsupportedPackages (mcd/agent/report/startup.py)
+        self.unsupported_packages = Gauge(
+            "mcd_local_unsupported_packages",
+            "Total number of locally layered unsupported packages installed on the node",
+            ["node"], registry=r,
+        )  # fmt: skip
         for kind in UPDATE_KINDS:  # every series from the start: rate() and the dashboard see 0s
             self.update_duration.labels(kind)
         for result in GATE_RESULTS:

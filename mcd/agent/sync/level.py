@@ -87,6 +87,7 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
     start_drift_monitor(ctx, current.mc)
     ctx.status.done(current.name, current.mc.ocl_image)
     progress.recovered(ctx)
+    progress.irreconcilable(ctx, current.mc)
     log.info("Node %s corrected: Done on %s", ctx.node_name, current.name)
 
 

@@ -4,19 +4,33 @@ conditions, reasons and messages (``pkg/daemon`` and the drain controller's call
 
 from __future__ import annotations
 
+from mcd.agent.report import irreconcilable as irreconcilable_report
 from mcd.agent.update.context import Context
 from mcd.cluster.mcn import MachineConfigNodeReporter
+from mcd.cluster.node import annotations_of
 from mcd.model.disruption.policy import ActionType
+from mcd.model.machineconfig import MachineConfig
 from mcd.model.node import mcn as m
 from mcd.model.planning.plan import UpdatePlan
+from mcd.model.vocabulary import Annotation
+
+
+def reporter(ctx: Context) -> MachineConfigNodeReporter:
+    if ctx.mcn is None:
+        ctx.mcn = MachineConfigNodeReporter(ctx.kube, ctx.node_name)
+    return ctx.mcn
 
 
 def _report(
     ctx: Context, parent: m.Condition, sub: m.Condition | None = None, *, defer: bool = False
 ) -> None:
-    if ctx.mcn is None:
-        ctx.mcn = MachineConfigNodeReporter(ctx.kube, ctx.node_name)
-    ctx.mcn.report(ctx.writer.current(), parent, sub, defer=defer)
+    reporter(ctx).report(ctx.writer.current(), parent, sub, defer=defer)
+
+
+def irreconcilable(ctx: Context, target: MachineConfig) -> None:
+    """Done on ``target``: the MachineConfigNode's irreconcilableChanges (upstream, after
+    SetDone in syncNode)."""
+    irreconcilable_report.report(reporter(ctx), ctx.writer.current(), ctx.host.root, target)
 
 
 def _will(needed: bool) -> str:
@@ -87,7 +101,41 @@ def drain_not_required(ctx: Context) -> None:
     )
 
 
+def image_mode(ctx: Context) -> bool:
+    """The node is on, or moving to, a built image (its currentImage or desiredImage
+    annotation): the MachineConfigNode reports as upstream's ImageModeStatusReporting."""
+    found = annotations_of(ctx.writer.current())
+    return bool(found.get(Annotation.CURRENT_IMAGE) or found.get(Annotation.DESIRED_IMAGE))
+
+
+def _files_update(plan: UpdatePlan) -> bool:
+    return plan.diff.passwd or plan.diff.files
+
+
+def _os_update(plan: UpdatePlan) -> bool:
+    return plan.diff.os_update or plan.diff.extensions or plan.diff.kernel_type
+
+
 def applying(ctx: Context, plan: UpdatePlan) -> None:
+    if image_mode(ctx):  # upstream update(): AppliedFiles, AppliedOSImage
+        if _files_update(plan):
+            _report(
+                ctx,
+                m.phase(
+                    m.UPDATE_EXECUTED,
+                    "Updating the Files on disk as a part of the in progress phase",
+                    m.UNKNOWN,
+                    m.FILES,
+                ),
+                m.child(m.UPDATE_EXECUTED, m.FILES, "Applying files to node.", m.UNKNOWN),
+            )
+        if _os_update(plan):
+            _report(ctx, m.phase(m.UPDATE_EXECUTED,
+                                 "Updating the OS on disk as a part of the in progress phase",
+                                 m.UNKNOWN, m.OS_IMAGE),
+                    m.child(m.UPDATE_EXECUTED, m.OS_IMAGE, "Applying new OS config to node.",
+                            m.UNKNOWN))  # fmt: skip
+        return
     os_, ssh = _will(plan.diff.os_update), _will(plan.diff.passwd)
     _report(
         ctx,
@@ -108,6 +156,21 @@ def applying(ctx: Context, plan: UpdatePlan) -> None:
 
 
 def applied(ctx: Context, plan: UpdatePlan) -> None:
+    if image_mode(ctx):
+        if _files_update(plan):
+            _report(ctx, m.phase(m.UPDATE_EXECUTED,
+                                 "Updated the Files on disk as a part of the in progress phase",
+                                 m.TRUE, m.FILES),
+                    m.child(m.UPDATE_EXECUTED, m.FILES,
+                            "Applied files. SSH Keys did need an update"),
+                    defer=True)  # fmt: skip
+        if _os_update(plan):
+            _report(ctx, m.phase(m.UPDATE_EXECUTED,
+                                 "Updated the OS on disk as a part of the in progress phase",
+                                 m.TRUE, m.OS_IMAGE),
+                    m.child(m.UPDATE_EXECUTED, m.OS_IMAGE, "Applied new OS config to node."),
+                    defer=True)  # fmt: skip
+        return
     os_, ssh = _will(plan.diff.os_update), _will(plan.diff.passwd)
     _report(
         ctx,
@@ -125,6 +188,20 @@ def applied(ctx: Context, plan: UpdatePlan) -> None:
         ),
         defer=True,
     )
+
+
+def image_pull(ctx: Context, image: str, error: str | None = None, *, done: bool = False) -> None:
+    """ImagePulledFromRegistry around the rebase of an image-mode node (upstream
+    ``applyLayeredOSChanges``): pulling (Unknown), pulled (True), or failed (False)."""
+    if not image_mode(ctx):
+        return
+    if error is not None:
+        message, status = f"Failed to pull OS image {image} from registry: {error}", m.FALSE
+    elif done:
+        message, status = f"Successfully pulled OS image {image} from registry", m.TRUE
+    else:
+        message, status = f"Pulling OS image {image} from registry", m.UNKNOWN
+    _report(ctx, m.phase(m.IMAGE_PULLED, message, status), defer=done)
 
 
 def rebooting(ctx: Context) -> None:

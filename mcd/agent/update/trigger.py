@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from mcd.agent.bootloader import postboot, softreboot
-from mcd.agent.report import timing
+from mcd.agent.report import startup, timing
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
 from mcd.agent.update.context import (
@@ -38,6 +39,7 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import DrainAbandoned, DrainError
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
+from mcd.cluster.policies import irreconcilable_overrides
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.lock import LockBusy, writer_lock
@@ -89,7 +91,15 @@ def current_config(ctx: Context, node: Obj) -> Config:
 
 
 def validate_current(ctx: Context, mc: MachineConfig) -> str:
-    """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason."""
+    """'' when the node holds ``mc`` (files, units, OS image, kernel arguments), else the reason,
+    with the previous boot's finalization failure as its possible root cause (upstream
+    ``validateOnDiskState``)."""
+    problem = _validate_current(ctx, mc)
+    finalize = annotations_of(ctx.writer.current()).get(startup.FINALIZE_FAILURE, "")
+    return f"{problem}; possible root cause: {finalize}" if problem and finalize else problem
+
+
+def _validate_current(ctx: Context, mc: MachineConfig) -> str:
     host = ctx.host
     report = validate_on_disk(mc, host.root, host.effects.systemd)
     if not report.ok:
@@ -168,6 +178,7 @@ def _update(
     plan = make_plan(
         current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc),
         host=ctx.host.support(), soft_reboot=softreboot.allowed(ctx),
+        overrides=irreconcilable_overrides(ctx.kube),
     )  # fmt: skip
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
@@ -245,11 +256,13 @@ def _run(
         ctx.host, plan, current.document, desired.document,
         preflight=False, skip_certificate_write=True,
         before_reboot=lambda rationale: _applied_then_reboot(ctx, plan, rationale),
-        record=ctx.events.record, gate=gate,
+        record=_recording(ctx, plan), gate=gate,
     )  # fmt: skip
     try:
         outcome = txn.run()
     except UpdateError as e:
+        if e.step == "os" and plan.diff.os_update:
+            progress.image_pull(ctx, plan.new.os_image_url, str(e))
         if e.step == "gate":  # counted as a boot is: a bounded number of tries
             gateboots.record_failure(ctx.host.root, desired.name, f"{time.time_ns()}")
             gating.record_rollback(ctx, str(e), "rebootless")
@@ -265,6 +278,20 @@ def _run(
         progress.post_actions(ctx, plan)
         progress.node_not_degraded(ctx)
     return outcome
+
+
+def _recording(ctx: Context, plan: UpdatePlan) -> Callable[[Reason, str], object]:
+    """The update's Events, and on an image-mode node the pull of the image beside them
+    (ImagePulledFromRegistry: upstream reports it around the rebase)."""
+
+    def record(reason: Reason, message: str) -> object:
+        done = ctx.events.record(reason, message)
+        if plan.diff.os_update and reason in (Reason.OS_UPDATE_STARTED, Reason.OS_UPDATE_STAGED):
+            image = plan.new.os_image_url
+            progress.image_pull(ctx, image, done=reason is Reason.OS_UPDATE_STAGED)
+        return done
+
+    return record
 
 
 def _no_drift_since_preflight(ctx: Context, current: Config, drained: bool) -> None:
@@ -321,6 +348,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     ctx.status.done(mc.name, mc.ocl_image)
     timing.finished(ctx.host.root, ctx.metrics, mc.name)
     progress.completed(ctx, mc.name)
+    progress.irreconcilable(ctx, mc)
     log.info("Update completed for config %s and node is Done", mc.name)
 
 

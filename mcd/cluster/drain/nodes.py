@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
-from mcd.cluster.events import event_body
+from mcd.cluster.events import default_namespace, event_body, node_reference
 from mcd.cluster.mcn import COLLECTION as MCN_COLLECTION
 from mcd.cluster.node import annotations_of, node_path
 from mcd.model.node import mcn as m
@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 SOURCE_COMPONENT = (
     "machineconfigcontroller-nodecontroller"  # upstream's drain controller says so too
 )
-EVENT_NAMESPACE = "default"
 BACKOFF = (10.0, 20.0, 40.0, 80.0)  # between upstream's 5 tries
 
 
@@ -40,6 +39,7 @@ class DrainNodeWriter:
         self.backoff = tuple(backoff)
         self.stop = stop or threading.Event()
         self.writes = 0
+        self.event_namespace = default_namespace()
 
     def _patch(self, name: str, patch: Obj) -> Obj:
         self.writes += 1
@@ -78,11 +78,12 @@ class DrainNodeWriter:
         """An Event about the Node; a failure is only logged."""
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
-        involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta.get("uid", "")}
-        body = event_body(involved, reason, message, warning, EVENT_NAMESPACE, SOURCE_COMPONENT)
+        namespace = self.event_namespace  # upstream: NamespacedEventRecorder, as the agent's
+        involved = node_reference(name, str(meta.get("uid", "")), namespace)
+        body = event_body(involved, reason, message, warning, namespace, SOURCE_COMPONENT)
         self.writes += 1
         try:
-            self.kube.request("POST", f"/api/v1/namespaces/{EVENT_NAMESPACE}/events", body=body)
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
         except ApiError as e:
             log.warning("Could not record event %s on node %s: %s", reason, name, e)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 import zlib
-from urllib.parse import unquote_to_bytes
 
 from mcd.model.errors import DecodeError
+from mcd.model.ignition import dataurl_lex
 from mcd.model.text import goquote
 
 MAX_DECOMPRESSED = 256 * 1024 * 1024
@@ -17,28 +17,24 @@ SUPPORTED_COMPRESSION = ("", "gzip")
 
 
 def decode_data_url(url: str) -> bytes:
-    """Return the bytes of a ``data:`` URL, base64 or percent-encoded.
+    """Return the bytes of a ``data:`` URL, base64 or percent-encoded, read as strictly as
+    Ignition and upstream read it (:mod:`mcd.model.ignition.dataurl_lex`).
 
     Raises ``DecodeError`` for anything that is not a well-formed data URL.
     """
-    scheme, sep, rest = url.partition(":")
+    scheme, sep, _ = url.partition(":")
     if not sep or scheme.lower() != "data":
         shown = scheme if sep else url[:20]
         raise DecodeError(f"only data: URLs are supported, got {goquote(shown)}")
-    meta, comma, payload = rest.partition(",")
-    if not comma:
-        raise DecodeError("invalid data URL: missing ','")
-    params = [p.strip() for p in meta.split(";")]
-    is_base64 = len(params) > 1 and params[-1].lower() == "base64"
-    if is_base64 and "%" not in payload:
-        raw = payload.encode("ascii", "replace")  # nothing to unquote: skip a full copy
-    else:
-        raw = unquote_to_bytes(payload)
+    is_base64, payload = dataurl_lex.split(url)
     if not is_base64:
-        return raw
-    try:
-        return binascii.a2b_base64(raw, strict_mode=True)
+        if not dataurl_lex.url_payload(payload):
+            dataurl_lex.check_payload(url, is_base64, payload)
+        return dataurl_lex.unescape(payload)
+    try:  # strict: only the alphabet and its padding, as Go's base64.StdEncoding
+        return binascii.a2b_base64(payload.encode("ascii", "replace"), strict_mode=True)
     except (binascii.Error, ValueError) as e:
+        dataurl_lex.check_payload(url, is_base64, payload)
         raise DecodeError(f"invalid base64 data in data URL: {e}") from e
 
 

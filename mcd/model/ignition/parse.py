@@ -71,7 +71,7 @@ def parse_ignition(doc: object, path: str = "") -> IgnitionConfig:
         version=version,
         files=files,
         units=units,
-        passwd=_parse_passwd(f.opt_map(obj, "passwd", path), f.join(path, "passwd")),
+        passwd=_parse_passwd(f.opt_map(obj, "passwd", path), f.join(path, "passwd"), v2),
         fixed=_parse_fixed(obj, storage, path, v2),
     )
 
@@ -182,7 +182,15 @@ def _parse_enabled(obj: f.JSONMap, path: str) -> bool | None:
     return enabled
 
 
-def _parse_passwd(obj: f.JSONMap, path: str) -> Passwd:
+def _ssh_keys(uobj: f.JSONMap, path: str, v2: bool) -> tuple[str, ...]:
+    """A user's keys; spec 2.2's deduplicated in order, as upstream's ``ParseAndConvertConfig``
+    does (``dedupePasswdUserSSHKeys``); a spec 3 list keeps its duplicates for the gate
+    to refuse (Ignition's ``duplicate entry defined``)."""
+    keys = f.str_list(uobj, "sshAuthorizedKeys", path)
+    return tuple(dict.fromkeys(keys)) if v2 else keys
+
+
+def _parse_passwd(obj: f.JSONMap, path: str, v2: bool) -> Passwd:
     users = []
     for i, u in enumerate(f.opt_list(obj, "users", path)):
         upath = f.join(f.join(path, "users"), i)
@@ -201,7 +209,7 @@ def _parse_passwd(obj: f.JSONMap, path: str) -> Passwd:
             User(
                 name=name,
                 password_hash=f.opt_str(uobj, "passwordHash", upath) or None,
-                ssh_authorized_keys=f.str_list(uobj, "sshAuthorizedKeys", upath),
+                ssh_authorized_keys=_ssh_keys(uobj, upath, v2),
                 other=other,
             )
         )

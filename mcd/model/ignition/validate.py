@@ -11,6 +11,7 @@ import posixpath
 from collections.abc import Iterator
 
 from mcd.model.errors import ConfigValidationError, DecodeError
+from mcd.model.ignition import storage
 from mcd.model.ignition.config import MAX_FILE_MODE, Contents, IgnitionConfig, Owner
 from mcd.model.ignition.dataurl import MAX_DECOMPRESSED, decode_data_url, decoded_size
 from mcd.model.ignition.guards import UNIT_SUFFIXES, file_guard, length_problem, on_readonly_usr
@@ -39,6 +40,7 @@ def problems(cfg: IgnitionConfig, prefix: str = "") -> list[str]:
             list(_file_problems(cfg, prefix))
             + list(_unit_problems(cfg, prefix))
             + list(_user_problems(cfg, prefix))
+            + list(storage.problems(cfg, prefix))
         )
         cfg.memo[key] = found
     return list(found)
@@ -228,6 +230,16 @@ def _user_problems(cfg: IgnitionConfig, prefix: str) -> Iterator[str]:
             if bad:  # never quoted: it is a secret
                 who = goquote(user.name)
                 yield f"{fld}.passwordHash: invalid password hash for user {who}: {bad}"
+        keys: dict[str, int] = {}
         for k, key in enumerate(user.ssh_authorized_keys):
             if control_problem(key.rstrip("\n")):
                 yield f"{fld}.sshAuthorizedKeys[{k}]: an SSH key contains a control character"
+            if key in keys:
+                # Ignition v3's validate.ValidateDups (ErrDuplicate), run by upstream's
+                # ign3.Parse; a spec 2.2 list was deduplicated when parsed (upstream's
+                # dedupePasswdUserSSHKeys). The key itself is never quoted.
+                yield (
+                    f"{fld}.sshAuthorizedKeys[{k}]: duplicate entry defined "
+                    f"(the same key as sshAuthorizedKeys[{keys[key]}])"
+                )
+            keys.setdefault(key, k)

@@ -5,6 +5,7 @@ reaches ``Updated``, and the config versions in status. Pure: the caller passes 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,29 @@ ALL_CONDITIONS = (
     PINNED_PROGRESSING,
 )
 """Upstream's order (ImageModeStatusReporting off), singletons last."""
+FILES = "AppliedFiles"
+OS_IMAGE = "AppliedOSImage"
+IMAGE_PULLED = "ImagePulledFromRegistry"
+IMAGE_MODE_CONDITIONS = (
+    UPDATE_PREPARED,
+    UPDATE_EXECUTED,
+    UPDATE_POST_ACTION_COMPLETE,
+    UPDATE_COMPLETE,
+    RESUMED,
+    DRAINED,
+    FILES,
+    OS_IMAGE,
+    CORDONED,
+    REBOOTED,
+    UPDATED,
+    UNCORDONED,
+    IMAGE_PULLED,
+    NODE_DEGRADED,
+    PINNED_DEGRADED,
+    PINNED_PROGRESSING,
+)
+"""Upstream's order with ImageModeStatusReporting (an image-mode node here): AppliedFiles and
+AppliedOSImage replace AppliedFilesAndOS, ImagePulledFromRegistry is added."""
 SINGLETONS = frozenset({PINNED_DEGRADED, PINNED_PROGRESSING})
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
@@ -85,10 +109,14 @@ def next_status(
     desired_annotation: str,
     current_annotation: str,
     now: str,
+    image_mode: bool = False,
+    images: tuple[str, str] = ("", ""),
 ) -> Obj | None:
     """The new ``status`` of a MachineConfigNode after reporting ``parent`` (and ``sub``), or
     ``None`` when the parent is already reported with that status and message (upstream: no
-    write). ``old`` is the current status (``None``/empty on first report)."""
+    write). ``old`` is the current status (``None``/empty on first report). ``image_mode``:
+    the node is on (or moving to) a built image: upstream's ImageModeStatusReporting
+    conditions, and ``configImage`` from ``images`` (current, desired annotations)."""
     conditions = [dict(c) for c in ((old or {}).get("conditions") or [])]
     new_parent = parent.at(now)
     new_child = sub.at(now) if sub is not None else None
@@ -103,14 +131,19 @@ def next_status(
                 "message": f"This node has not yet entered the {t} phase",
                 "lastTransitionTime": now,
             }
-            for t in ALL_CONDITIONS
+            for t in (IMAGE_MODE_CONDITIONS if image_mode else ALL_CONDITIONS)
             if t not in have
         ]
     else:
         reset = parent.type == UPDATED
         found_parent = found_child = False
         for i, c in enumerate(conditions):
-            if c["type"] == UPDATED and c.get("status") == TRUE and parent.type != UPDATED:
+            if (
+                c["type"] == UPDATED
+                and c.get("status") == TRUE
+                and parent.type != UPDATED
+                and parent.type not in SINGLETONS  # pinned images are no update of the node
+            ):
                 conditions[i] = {
                     "type": UPDATED,
                     "status": FALSE,
@@ -145,7 +178,32 @@ def next_status(
     version: Obj = {"desired": desired}
     if current_annotation:
         version["current"] = current_annotation
-    return {"conditions": conditions, "configVersion": version}
+    status: Obj = {"conditions": conditions, "configVersion": version}
+    image = config_image(*images) if image_mode else None
+    if image:
+        status["configImage"] = image
+    return status
+
+
+_DIGESTED = re.compile(
+    r"([a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-zA-Z0-9-_]{0,61}/)?[a-zA-Z0-9-_.]*?"
+    r"@sha256:[a-f0-9]{64}"
+)
+
+
+def image_reference_ok(image: str) -> bool:
+    """The CRD's rule for an image in ``configImage`` (a digested pull spec of at most 447
+    characters): anything else would make the API server refuse the whole status write."""
+    return len(image) <= 447 and _DIGESTED.fullmatch(image) is not None
+
+
+def config_image(current: str, desired: str) -> Obj | None:
+    """``status.configImage`` (upstream: from the node's currentImage and desiredImage
+    annotations, each only when set and, here, only when the CRD takes it); None when
+    neither is."""
+    pairs = (("currentImage", current), ("desiredImage", desired))
+    found = {k: v for k, v in pairs if v and image_reference_ok(v)}
+    return found or None
 
 
 def pool_of(labels: dict[str, str]) -> str:

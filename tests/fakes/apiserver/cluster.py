@@ -40,6 +40,7 @@ RESOURCES = [
     ),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False, ("mc",)),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False, ("mcp",)),
+    Resource("machineconfiguration.openshift.io", "v1", "pinnedimagesets", "PinnedImageSet", False, ()),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfignodes", "MachineConfigNode", False, ("mcn",)),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, ()),
     Resource("machineconfiguration.openshift.io", "v1", "controllerconfigs", "ControllerConfig", False, ()),
@@ -48,7 +49,7 @@ RESOURCES = [
     Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False, ()),
     Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False, ()),
 ]  # fmt: skip
-STATUS_SUBRESOURCE = frozenset({"machineconfigpools", "machineconfignodes"})
+STATUS_SUBRESOURCE = frozenset({"machineconfigpools", "machineconfignodes", "pinnedimagesets"})
 """Custom resources with ``subresources.status``: the main resource ignores status
 changes, ``/status`` changes only status, and a spec change bumps ``metadata.generation``."""
 

@@ -157,17 +157,18 @@ class Store:
             if not name:
                 raise ApiError(422, "Invalid", "metadata.name: Required value: name is required")
             involved = obj.get("involvedObject")
-            # kube-apiserver: an Event about a cluster-scoped object (a Node) lives in default
+            # kube-apiserver (legacyValidateEvent): an Event's namespace is its involvedObject's;
+            # one with no involved namespace (a Node's, from client-go) lives in default
+            theirs = involved.get("namespace") or "" if isinstance(involved, dict) else ""
             if (
                 resource.kind == "Event"
                 and isinstance(involved, dict)
-                and not involved.get("namespace")
-                and namespace not in ("", "default")
+                and (namespace != theirs if theirs else namespace not in ("", "default"))
             ):
                 raise ApiError(
                     422, "Invalid",
-                    f'Event "{name}" is invalid: involvedObject.namespace: Invalid value: "": '
-                    "does not match event.namespace",
+                    f'Event "{name}" is invalid: involvedObject.namespace: Invalid value: '
+                    f'"{theirs}": does not match event.namespace',
                 )  # fmt: skip
             key = (resource.plural, namespace, name)
             if key in self.objects:
