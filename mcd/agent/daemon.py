@@ -45,7 +45,7 @@ from mcd.agent.report import previouslogs
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
-from mcd.agent.report.startup import log_system_data
+from mcd.agent.report.startup import log_system_data_in_background
 from mcd.agent.report.status import NodeStatus
 from mcd.agent.safety import trymode
 from mcd.agent.safety.gauges import watch_node
@@ -350,10 +350,7 @@ class Agent:
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
-        facts = (self.ctx.host.root, self.metrics, self.options.node_name)
-        threading.Thread(
-            target=log_system_data, args=facts, name="system-data", daemon=True
-        ).start()
+        log_system_data_in_background(self.ctx.host.root, self.metrics, self.options.node_name)
         try:
             release = read_os_release(self.ctx.host.root)
             self.metrics.set_host_os(release.label, release.os_version)

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mcd.controller.sync import PoolReport
+from mcd.controller.report import PoolReport
 from mcd.model.pool.pools import SelectorError, name_of, primary_pool, target_of
 from mcd.model.pool.rollout import INVALID, NODE_FAILING, PAUSED
 from mcd.model.vocabulary import Annotation, NodeState

@@ -24,6 +24,7 @@ from mcd.cluster.pools import PoolWriter
 from mcd.controller import applicability, drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.rendering import RenderStep
+from mcd.controller.report import PoolReport
 from mcd.controller.writes import NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
@@ -80,14 +81,6 @@ class Snapshot:
         if self._membership is None:
             self._membership = membership(self.pools, self.nodes)
         return self._membership
-
-
-@dataclass
-class PoolReport:
-    name: str
-    rollout: Rollout
-    status: Obj
-    next_window: datetime | None = None
 
 
 @dataclass

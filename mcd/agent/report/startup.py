@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,6 +92,13 @@ def log_system_data(root: Root, metrics: Metrics, node: str, runner: Runner | No
             log.info("systemctl --failed:%s", failed)
         else:
             log.info("systemd service state: OK")
+
+
+def log_system_data_in_background(root: Root, metrics: Metrics, node: str) -> None:
+    """At start, in a thread of its own: the start never waits for rpm-ostree or journalctl."""
+    threading.Thread(
+        target=log_system_data, args=(root, metrics, node), name="system-data", daemon=True
+    ).start()
 
 
 def deployment_error(journal: str) -> str | None:
