@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout format \
+.PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout fleet format \
 	mutation mutation-report
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
@@ -73,6 +73,11 @@ scale:
 # mcd controller over 50 agents, maxUnavailable 10, against the ideal pace
 rollout:
 	$(BIN)/python -m bench.rollout
+
+# mcd controller over 5,000 Ready Nodes of a real kube-apiserver with simulated agents, two
+# rollouts beside a minimal pacer (MCD_FLEET_NODES, MCD_FLEET_UPDATE_SECONDS); heavy: on demand
+fleet:
+	$(BIN)/python -m bench.fleet
 
 test: lint unit real-stage bench-ratios
 

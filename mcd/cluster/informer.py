@@ -5,6 +5,11 @@ as upstream's listers, so a sync costs no request: only writes go to the API ser
 The watch resumes from the last resourceVersion (bookmarks included); a ``410 Gone``
 lists again; failures back off from 0.5 s to 30 s. ``on_change`` is called after each
 change the cache takes in (never while holding the cache's lock).
+
+``transform`` keeps only what the reader needs of each object (at 5,000 Nodes a full Node,
+images and managedFields included, is most of a controller's memory); ``copies=False`` hands
+out the cached objects themselves, for readers that never change them (each change replaces
+an object whole, so a reader's snapshot never moves under it).
 """
 
 from __future__ import annotations
@@ -28,10 +33,14 @@ class Informer:
         path: str,
         on_change: Callable[[str, Obj], None] | None = None,
         watch_seconds: int = 300,
+        transform: Callable[[Obj], Obj] | None = None,
+        copies: bool = True,
     ) -> None:
         self.kube = kube
         self.path = path
         self.on_change = on_change
+        self.transform = transform
+        self.copies = copies
         self.watch_seconds = watch_seconds
         self.backoff = Backoff()
         self.synced = threading.Event()
@@ -41,14 +50,15 @@ class Informer:
         self._rv: str | None = None
 
     def items(self) -> list[Obj]:
-        """Copies of the cached objects, by name."""
+        """The cached objects (copies unless ``copies=False``), by name."""
         with self._lock:
-            return [copy.deepcopy(self._items[k]) for k in sorted(self._items)]
+            items = [self._items[k] for k in sorted(self._items)]
+        return [copy.deepcopy(o) for o in items] if self.copies else items
 
     def get(self, name: str) -> Obj | None:
         with self._lock:
             obj = self._items.get(name)
-            return copy.deepcopy(obj) if obj is not None else None
+        return copy.deepcopy(obj) if obj is not None and self.copies else obj
 
     def observe(self, obj: Obj) -> None:
         """Take in an object this process just wrote (newer than the watch may have shown)."""
@@ -74,7 +84,8 @@ class Informer:
     def _relist(self) -> None:
         listing = self.kube.request("GET", self.path)
         self.relists += 1
-        fresh = {_name(o): o for o in listing.get("items") or []}
+        trim = self.transform or (lambda o: o)
+        fresh = {_name(o): trim(o) for o in listing.get("items") or []}
         with self._lock:
             self._items = fresh
         self._rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
@@ -109,6 +120,8 @@ class Informer:
                 return
 
     def _put(self, obj: Obj, notify: bool, kind: str = "MODIFIED") -> None:
+        if self.transform is not None:
+            obj = self.transform(obj)
         name = _name(obj)
         with self._lock:
             have = self._items.get(name)

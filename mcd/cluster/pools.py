@@ -12,6 +12,7 @@ from typing import Any
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.events import event_body
+from mcd.model.drain.budgets import DRAIN_RELEASED
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,29 @@ SOURCE_COMPONENT = "machineconfigcontroller-nodecontroller"
 EVENT_NAMESPACE = "default"
 """Pools are cluster-scoped: the API server takes their Events only in ``default`` (as
 client-go's recorder puts them), never in the controller's own namespace."""
+
+
+NODE_ANNOTATIONS = ("machineconfiguration.openshift.io/", "mcd-project.github.io/")
+"""The only Node annotations the controller reads (the rest stay out of its cache)."""
+
+
+def node_fields(node: Obj) -> Obj:
+    """What the controller reads of a Node (its informer keeps only this): name, uid,
+    resourceVersion, creation time, labels, mcd's and upstream's annotations, taints, the
+    cordon and the conditions' type and status."""
+    meta = node.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k.startswith(NODE_ANNOTATIONS)}  # fmt: skip
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta}  # fmt: skip
+    spec = node.get("spec") or {}
+    conditions = [{"type": c.get("type"), "status": c.get("status")}
+                  for c in (node.get("status") or {}).get("conditions") or []]  # fmt: skip
+    return {
+        "metadata": {**kept, "labels": dict(meta.get("labels") or {}), "annotations": annotations},
+        "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
+        "status": {"conditions": conditions},
+    }
 
 
 class PoolWriter:
@@ -73,6 +97,14 @@ class PoolWriter:
             patch["spec"] = {"taints": taints or None}
         return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
 
+    def release(self, node: str, config: str, mark: str) -> Obj:
+        """Take a node's ``desiredConfig`` back to ``config`` (its drain timed out) and mark
+        it (``mcd-project.github.io/drain-released``) in one write."""
+        self.writes += 1
+        annotations = {Annotation.DESIRED_CONFIG: config, DRAIN_RELEASED: mark}
+        patch = {"metadata": {"annotations": annotations}}
+        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         """Replace the node's taints, only if it is still the version they were read from."""
         self.writes += 1
@@ -81,7 +113,10 @@ class PoolWriter:
         return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
 
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
-        """An Event on the pool (upstream's reasons); a failure is only logged."""
+        """An Event on the pool (upstream's reasons); a failure is only logged. The message
+        is capped at 4096 characters."""
+        if len(message) > 4096:
+            message = message[:4040] + f"... ({len(message) - 4040} more characters)"
         meta = pool.get("metadata") or {}
         involved = {
             "apiVersion": "machineconfiguration.openshift.io/v1",

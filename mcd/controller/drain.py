@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -64,6 +65,20 @@ class NodeDrain:
     timeout: float = 3600.0
     blocked: str = ""  # who holds the drain now ('' when nothing does)
     told: str = ""  # the last blocked summary sent as an Event
+    release: bool = False  # the pool set its own drain timeout: past it, the slot is released
+    released: str = ""  # the drain timed out: what held it (the pool gives the slot back)
+
+
+@dataclass(frozen=True)
+class DrainPolicy:
+    """A node's drain rules, from its pool: its timeout, and how many of the pool's drains
+    may be in flight at once (``maxUnavailable``). ``release``: past the timeout the node's
+    slot is released (the pool sets ``mcd-project.github.io/drain-timeout``)."""
+
+    pool: str = ""
+    timeout: float = 3600.0
+    limit: int = 0  # 0: no limit
+    release: bool = False
 
 
 class DrainController:
@@ -99,12 +114,19 @@ class DrainController:
 
     # -- the pass's side -----------------------------------------------------------------
 
-    def sync(self, nodes: list[Obj], timeouts: Mapping[str, float]) -> None:
-        """Start the attempts that are due (never blocks on one)."""
+    def sync(self, nodes: list[Obj], policies: Mapping[str, DrainPolicy]) -> None:
+        """Start the attempts that are due (never blocks on one); a new drain starts only
+        while fewer than its pool's ``limit`` drains are in flight."""
         now = self.clock()
         seen = set()
         due: list[tuple[str, str]] = []
+        default = DrainPolicy(timeout=self.cadence.timeout)
         with self._lock:
+            in_flight = Counter(
+                policies.get(n, default).pool
+                for n, s in self._states.items()
+                if _verb(s.request) == "drain" and (s.running or s.began is not None)
+            )
             for node in nodes:
                 name = str((node.get("metadata") or {}).get("name") or "")
                 seen.add(name)
@@ -121,9 +143,14 @@ class DrainController:
                     began = state.began if state and _verb(state.request) == "drain" else None
                     state = NodeDrain(request, began=began)
                     self._states[name] = state
-                state.timeout = timeouts.get(name, self.cadence.timeout)
+                policy = policies.get(name, default)
+                state.timeout, state.release = policy.timeout, policy.release
                 if state.running or now < state.next_at or self.stop.is_set():
                     continue
+                if _verb(request) == "drain" and state.began is None and policy.limit:
+                    if in_flight[policy.pool] >= policy.limit:
+                        continue  # at most maxUnavailable drains of a pool at once
+                    in_flight[policy.pool] += 1
                 state.running = True
                 due.append((name, request))
             for name in [n for n, s in self._states.items() if n not in seen and not s.running]:
@@ -136,6 +163,12 @@ class DrainController:
         """Each node whose drain pods hold now, and what holds it."""
         with self._lock:
             return {n: s.blocked for n, s in self._states.items() if s.blocked}
+
+    def released(self) -> dict[str, str]:
+        """Each node whose drain ran past its pool's own timeout, and what held it: the
+        pool takes the node's ``desiredConfig`` back and puts it last."""
+        with self._lock:
+            return {n: s.released for n, s in self._states.items() if s.released}
 
     def busy(self) -> bool:
         """An attempt is running."""
@@ -201,6 +234,10 @@ class DrainController:
             log.error("%s", start.message)
             self.writer.event(node, DRAIN_FAILED, start.message, warning=True)
             self.metrics.drain_err.labels(name).set(1)
+            if state.release:
+                with self._lock:
+                    state.released = state.blocked or "pods still terminating"
+                self.wake()
         if state.began is not None and not (node.get("spec") or {}).get("unschedulable"):
             log.info("External actor has unexpectedly uncordoned node %s, cordoning again...", name)
         if state.began is None or not (node.get("spec") or {}).get("unschedulable"):

@@ -21,31 +21,35 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.controller import drainorder, hygiene
+from mcd.controller.drain import DrainPolicy
+from mcd.controller.rendering import RenderStep
+from mcd.controller.writes import NodeWrites
+from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.pool.hygiene import (
+    Membership,
+    membership,
+)
 from mcd.model.pool.pools import (
     NodeView,
-    SelectorError,
     has_update_taint,
-    labels_of,
     name_of,
-    nodes_for_pool,
-    selector_matches,
     selects_all,
     target_of,
     with_update_taint,
 )
-from mcd.model.pool.render import RenderError, render
 from mcd.model.pool.rollout import (
+    INVALID,
     MAINTENANCE_WINDOW,
     Rollout,
     calculate_status,
     condition,
     plan_rollout,
-    render_condition,
     set_condition,
 )
 from mcd.model.pool.windows import (
@@ -68,6 +72,14 @@ class Snapshot:
     pools: list[Obj]
     configs: dict[str, Obj]
     nodes: list[Obj]
+    _membership: Membership | None = None
+
+    @property
+    def membership(self) -> Membership:
+        """Every node's pool (:func:`mcd.model.pool.hygiene.membership`), computed once."""
+        if self._membership is None:
+            self._membership = membership(self.pools, self.nodes)
+        return self._membership
 
 
 @dataclass
@@ -90,14 +102,50 @@ class Syncer:
     counts a node it just targeted as still waiting (which could exceed maxUnavailable)."""
     drain_blocked: Callable[[], Mapping[str, str]] = field(default=lambda: {})
     """What holds each node's drain now (:meth:`mcd.controller.drain.DrainController.blocked`)."""
+    drain_forecast: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    """Whose drain a budget would block now (:class:`mcd.cluster.drain.forecast.DrainForecast`):
+    those nodes go last."""
+    drain_released: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    """Whose drain ran past the pool's own timeout (:meth:`~mcd.controller.drain.
+    DrainController.released`): their slot is given back (:func:`drainorder.release`)."""
+    observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
+    """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
+    render_step: RenderStep | None = None
+    _writes: NodeWrites = field(default_factory=NodeWrites)
+    _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
+
+    def _view(self, node: Mapping[str, Any]) -> NodeView:
+        """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
+        have not changed since the last one)."""
+        meta = node.get("metadata") or {}
+        name, version = str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
+        cached = self._views.get(name)
+        if cached is not None and version and cached[0] == version:
+            return cached[1]
+        view = NodeView.of(node)
+        self._views[name] = (version, view)
+        return view
+
+    def __post_init__(self) -> None:
+        if self.render_step is None:
+            self.render_step = RenderStep(
+                self.writer, self.version, self.observe_config, self.observe_pool
+            )
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
+        """Every pool in turn; whatever one pool raises is logged and the others go on."""
         reports = []
+        self.observe_alerts(snap.membership.alerts)
+        if len(self._views) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their views
+            names = {name_of(n) for n in snap.nodes}
+            self._views = {n: v for n, v in self._views.items() if n in names}
         for pool in snap.pools:
             try:
                 reports.append(self.sync_pool(pool, snap))
             except ApiError as e:
                 log.warning("Pool %s: sync failed: %s", name_of(pool), e)
+            except Exception:  # a careless pool must never stop the others' pass
+                log.exception("Pool %s: sync failed unexpectedly", name_of(pool))
         return reports
 
     # -- one pool ---------------------------------------------------------------------
@@ -108,8 +156,15 @@ class Syncer:
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         old = pool.get("status") or {}
-        pool = self._render(pool, snap, stamp)
-        views = [NodeView.of(n) for n in nodes_for_pool(pool, snap.pools, snap.nodes)]
+        assert self.render_step is not None
+        pool = self.render_step(pool, snap.configs, stamp)
+        invalid = snap.membership.invalid.get(name)
+        if invalid:
+            status, written = hygiene.invalid_selector(self.writer, pool, old, invalid, stamp)
+            if written is not None:
+                self.observe_pool(written)
+            return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
+        views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
@@ -120,13 +175,13 @@ class Syncer:
                 warning=True,
             )
         else:
-            latest = {name_of(n): n for n in snap.nodes}
-            if not spec.get("paused") and target_of(pool):
-                self._taint(pool, snap, latest)
+            latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
             rollout = self._roll_out(pool, views, snap, window, latest)
+            if not spec.get("paused") and target_of(pool):  # after: a node targeted now
+                self._taint(pool, snap, latest)  # needs no taint put on and taken off
         if rollout.targets:
-            target = target_of(pool)
-            views = [replace(v, desired=target) if v.name in rollout.targets else v for v in views]
+            target, chosen = target_of(pool), set(rollout.targets)
+            views = [replace(v, desired=target) if v.name in chosen else v for v in views]
         status = calculate_status(pool, views, stamp, rollout=rollout, window=window)
         if window_error:
             set_condition(
@@ -138,6 +193,7 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
+        hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
@@ -148,68 +204,6 @@ class Syncer:
                     pool, "Completed", f"Pool {name} has completed update to MachineConfig {after}"
                 )
         return PoolReport(name, rollout, status, window.opens_at if window else None)
-
-    def _render(self, pool: Obj, snap: Snapshot, stamp: str) -> Obj:
-        name = name_of(pool)
-        spec = pool.get("spec") or {}
-        selector = spec.get("machineConfigSelector")
-        if selects_all(selector):
-            self.writer.event(
-                pool,
-                "SelectingAll",
-                "This machineconfigpool is selecting all "
-                "machineconfigs. A non-empty selector is required.",
-                warning=True,
-            )
-            return pool
-        error: str | None = None
-        try:
-            selected = [
-                mc for mc in snap.configs.values() if selector_matches(selector, labels_of(mc))
-            ]
-            if not selected:
-                raise RenderError(
-                    f"no MachineConfigs found matching selector {_describe(selector)}"
-                )
-            rendered = render(name, selected)
-            existing = snap.configs.get(rendered.name)
-            if existing is None:
-                created = self.writer.create_config(rendered.object(pool, self.version))
-                if created is not None:
-                    self.observe_config(created)
-                    snap.configs[rendered.name] = created
-                    self.writer.event(
-                        pool,
-                        "RenderedConfigGenerated",
-                        f"{rendered.name} successfully generated (release version: "
-                        f", controller version: {self.version})",
-                    )
-            elif (existing.get("spec") or {}) != rendered.spec:
-                raise RenderError(
-                    f"rendered MachineConfig {rendered.name} was changed after it was created; "
-                    "delete it to have it rendered again"
-                )
-            source = [
-                {
-                    "apiVersion": "machineconfiguration.openshift.io/v1",
-                    "kind": "MachineConfig",
-                    "name": s,
-                }
-                for s in rendered.sources
-            ]
-            wanted = {"name": rendered.name, "source": source}
-            if (spec.get("configuration") or {}) != wanted:
-                pool = self.writer.set_configuration(name, wanted)
-                self.observe_pool(pool)
-                log.info("Pool %s: now targeting: %s", name, rendered.name)
-                self.writer.event(
-                    pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
-                )
-        except (RenderError, SelectorError) as e:
-            error = f"could not generate rendered MachineConfig: {e}"
-            log.warning("Pool %s: %s", name, error)
-        conditions = render_condition(pool, error, stamp)
-        return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
 
     def _drain_conditions(
         self, pool: Obj, views: list[NodeView], conditions: list[Obj], stamp: str
@@ -254,28 +248,26 @@ class Syncer:
             return WindowState(False, None, None), message
         return window_state(window, now, zone), ""
 
-    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Obj]) -> None:
+    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]]) -> None:
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
         (taken off in the same write that targets a node); a node changed meanwhile (409)
         is left for the next pass. ``latest`` gets every Node written."""
         target = target_of(pool)
-        for cached in nodes_for_pool(pool, snap.pools, snap.nodes):
+        todo: list[tuple[str, list[Any], str]] = []
+        for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
-            wanted = NodeView.of(node).desired != target
+            wanted = self._view(node).desired != target
             if wanted == has_update_taint(node):
                 continue
             meta = node.get("metadata") or {}
-            try:
-                written = self.writer.set_taints(
-                    str(meta.get("name")), with_update_taint(node, wanted),
-                    str(meta.get("resourceVersion") or ""),
-                )  # fmt: skip
-            except ApiError as e:
-                if e.status != 409:
-                    raise
-                continue
+            todo.append((str(meta.get("name")), with_update_taint(node, wanted),
+                         str(meta.get("resourceVersion") or "")))  # fmt: skip
+
+        def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
             self.observe_node(written)
             latest[name_of(written)] = written
+
+        self._writes.each(lambda t: self.writer.set_taints(*t), todo, taken)
 
     def _roll_out(
         self,
@@ -283,7 +275,7 @@ class Syncer:
         views: list[NodeView],
         snap: Snapshot,
         window: WindowState | None,
-        latest: dict[str, Obj],
+        latest: dict[str, Mapping[str, Any]],
     ) -> Rollout:
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
@@ -295,29 +287,40 @@ class Syncer:
             except WindowError:
                 rebootless_anytime = False
             costs = {v.name: update_cost(snap.configs, v.current, target) for v in views}
+        released = self.drain_released()
+        if released:
+            members = [latest.get(v.name) or {} for v in views]
+            timeout = drain_settings((pool.get("metadata") or {}).get("annotations") or {}).timeout
+            for done in drainorder.release(self.writer, pool, members, released, timeout):
+                self.observe_node(done)
+                latest[name_of(done)] = done
+            views = [NodeView.of(latest.get(v.name) or {}) if v.name in released else v
+                     for v in views]  # fmt: skip
+        forecast = self.drain_forecast() if any(v.desired != target for v in views) else {}
         rollout = plan_rollout(
-            pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime
-        )
+            pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
+            drain_blocked=forecast,
+            released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+        )  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
-        written = []
-        for node in rollout.targets:
+
+        def write(node: str) -> Obj:
             obj = latest.get(node) or {}
-            try:
-                if has_update_taint(obj):  # one write: the target, and the taint off
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    result = self.writer.set_desired(
-                        node, target, with_update_taint(obj, False), rv
-                    )
-                else:
-                    result = self.writer.set_desired(node, target)
-            except ApiError as e:
-                if e.status != 409:
-                    raise
-                continue  # the node changed since it was read: the next pass decides again
+            if has_update_taint(obj):  # one write: the target, and the taint off
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                return self.writer.set_desired(node, target, with_update_taint(obj, False), rv)
+            return self.writer.set_desired(node, target)
+
+        written: list[str] = []
+
+        def targeted(node: str, result: Obj) -> None:
             self.observe_node(result)
+            latest[node] = result
             written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
+
+        self._writes.each(write, list(rollout.targets), targeted)
         rollout = replace(rollout, targets=tuple(written))
         if len(rollout.targets) == 1:
             self.writer.event(
@@ -334,18 +337,14 @@ class Syncer:
         return rollout
 
 
-def drain_timeouts(pools: list[Obj], nodes: list[Obj]) -> dict[str, float]:
+def drain_timeouts(snap: Snapshot) -> dict[str, float]:
     """Each pool member's drain timeout (its primary pool's ``drain-timeout``)."""
-    out: dict[str, float] = {}
-    for pool in pools:
-        annotations = (pool.get("metadata") or {}).get("annotations") or {}
-        timeout = drain_settings(annotations).timeout
-        try:
-            members = nodes_for_pool(pool, pools, nodes)
-        except SelectorError:
-            continue
-        out.update({name_of(n): timeout for n in members})
-    return out
+    return {n: p.timeout for n, p in drain_policies(snap).items()}
+
+
+def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
+    """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
+    return drainorder.drain_policies(snap.pools, snap.membership)
 
 
 def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
@@ -366,11 +365,6 @@ def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
         return machine_config_from_object(doc, name)
     except ConfigError:
         return None
-
-
-def _describe(selector: Any) -> str:
-    labels = (selector or {}).get("matchLabels") or {}
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or str(selector)
 
 
 def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:

@@ -184,7 +184,9 @@ def test_three_pools_six_nodes_max_unavailable_two(
                        if c.resource == "nodes" and c.rv > mark[0]
                        and any(t.get("key") == "UpdateInProgress"
                                for t in (c.obj.get("spec") or {}).get("taints") or [])}  # fmt: skip
-        assert tainted == set(members), tainted
+        # the first batch of each pool is targeted in the pass that sees the new config: it
+        # never waits, so it never gets the taint; every node after it does
+        assert len(set(members) - tainted) == 3 and tainted < set(members), tainted
     else:
         assert monitor is not None and monitor.events >= 6 * 3, "every node change was seen"
         peak = monitor.peak

@@ -257,8 +257,9 @@ class ThrowAwayCluster:
     process by the pid it recorded). A watchdog stops them too should the test process die
     without its session end (SIGKILL): it waits for the end of a pipe only this process holds."""
 
-    def __init__(self, kas_dir: Path) -> None:
+    def __init__(self, kas_dir: Path, kcm: bool = True) -> None:
         self.kas_dir = kas_dir
+        self.kcm = kcm  # False: no kube-controller-manager (nodes no kubelet renews stay Ready)
         self.env: dict[str, str] = {}
         self._watchdog: subprocess.Popen[str] | None = None
 
@@ -275,7 +276,7 @@ class ThrowAwayCluster:
             text=True, start_new_session=True,
         )  # fmt: skip
         env = {**os.environ, "MCD_KAS_HOME": str(kas_home()), "KAS_DIR": str(self.kas_dir),
-               "KAS_KCM": "1"}  # fmt: skip
+               "KAS_KCM": "1" if self.kcm else "0"}  # fmt: skip
         env.pop("KUBECONFIG", None)
         result = subprocess.run(
             ["bash", str(kit / "start.sh")], env=env, capture_output=True, text=True,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from mcd.cluster.node import annotations_of
-from mcd.controller.drain import DrainController
+from mcd.controller.drain import DrainController, DrainPolicy
 from mcd.controller.service import ControllerMetrics
 from mcd.model.drain.cadence import Cadence
 from mcd.model.vocabulary import Annotation
@@ -43,7 +43,8 @@ class Setup:
     def attempt(self, timeouts: dict[str, float] | None = None) -> int:
         """One pass: the attempts it started (waited for)."""
         before = self.drains.attempts
-        self.drains.sync([self.cluster.get_node(self.node)], timeouts or {})
+        policies = {n: DrainPolicy(timeout=t) for n, t in (timeouts or {}).items()}
+        self.drains.sync([self.cluster.get_node(self.node)], policies)
         assert eventually(lambda: not self.drains.busy(), 60), "the attempt never ended"
         return self.drains.attempts - before
 

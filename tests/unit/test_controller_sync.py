@@ -47,6 +47,11 @@ class Writer:
             self.calls.append(("taints", node, taints))
         return {"metadata": {"name": node, "annotations": {Annotation.DESIRED_CONFIG: config}}}
 
+    def release(self, node: str, config: str, mark: str) -> Obj:
+        self.calls.append(("release", node, (config, mark)))
+        return {"metadata": {"name": node, "annotations": {
+            Annotation.CURRENT_CONFIG: "", Annotation.DESIRED_CONFIG: config}}}  # fmt: skip
+
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         self.calls.append(("taints", node, taints))
         return {"metadata": {"name": node, "resourceVersion": resource_version},
@@ -180,9 +185,8 @@ def test_nodes_waiting_for_the_target_carry_upstreams_update_taint() -> None:
     taint = {"key": "UpdateInProgress", "effect": "PreferNoSchedule"}
     dedicated = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
     ((new, _),) = w.of("create")
-    # every node waiting gets the taint; the one targeted loses it in the same write
-    assert w.of("taints") == [("n0", [taint]), ("n1", [taint]), ("n2", [dedicated, taint]),
-                              ("n0", [])]  # fmt: skip
+    # every node left waiting gets the taint; the one targeted in this pass never gets it
+    assert w.of("taints") == [("n1", [taint]), ("n2", [dedicated, taint])]
     assert w.of("desired") == [("n0", new)]
     # next pass: n0 is targeted, so its taint goes; the others keep theirs
     nodes[0]["metadata"]["annotations"][Annotation.DESIRED_CONFIG] = new
@@ -253,4 +257,4 @@ def test_each_node_gets_its_primary_pools_drain_timeout() -> None:
                      "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}}}  # fmt: skip
     n1, n2 = node("n1", "c"), node("n2", "c")
     n2["metadata"]["labels"]["node-role.kubernetes.io/infra"] = ""
-    assert drain_timeouts([worker, infra], [n1, n2]) == {"n1": 5400.0, "n2": 3600.0}
+    assert drain_timeouts(Snapshot([worker, infra], {}, [n1, n2])) == {"n1": 5400.0, "n2": 3600.0}

@@ -14,7 +14,7 @@ from mcd.model.drain.cadence import Cadence, go_duration
 
 DRAIN_TIMEOUT_ANNOTATION = "mcd-project.github.io/drain-timeout"
 MAX_TIMEOUT = 7 * 24 * 3600.0
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,17 @@ def drain_settings(annotations: Mapping[str, str], default: Cadence | None = Non
 
 def parse_timeout(value: object) -> float:
     """Seconds from ``90m``, ``2h``, ``1h30m``, ``1d``; ValueError names what is wrong."""
-    text = value.strip() if isinstance(value, str) else ""
+    text = value.strip() if isinstance(value, str) and len(value) <= 64 else ""
     match = _DURATION.match(text) if text else None
     if match is None or not any(match.groups()):
-        raise ValueError(f"expected a duration such as 90m, 2h or 1h30m, got {value!r}")
+        raise ValueError(f"expected a duration such as 90m, 2h or 1h30m, got {_short(value)}")
     d, h, m, s = (int(g or 0) for g in match.groups())
     seconds = float(((d * 24 + h) * 60 + m) * 60 + s)
     if not 0 < seconds <= MAX_TIMEOUT:
-        raise ValueError(f"must be more than 0 and at most 7 days, got {value!r}")
+        raise ValueError(f"must be more than 0 and at most 7 days, got {_short(value)}")
     return seconds
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 64 else text[:60] + "...'"

@@ -83,12 +83,7 @@ def target_of(pool: Obj) -> str:
 def primary_pool(node: Obj, pools: Sequence[Obj]) -> Obj | None:
     """The pool a node belongs to, or None; ``SelectorError`` as upstream when ambiguous."""
     labels = labels_of(node)
-    matching = [
-        p
-        for p in pools
-        if not selects_all((p.get("spec") or {}).get("nodeSelector"))
-        and selector_matches((p.get("spec") or {}).get("nodeSelector"), labels)
-    ]
+    matching = [p for p in pools if _selects(p, labels)]
     master = next((p for p in matching if name_of(p) == MASTER), None)
     worker = next((p for p in matching if name_of(p) == WORKER), None)
     custom = [p for p in matching if name_of(p) not in (MASTER, WORKER)]
@@ -102,6 +97,18 @@ def primary_pool(node: Obj, pools: Sequence[Obj]) -> Obj | None:
     if custom:
         return custom[0]
     return worker
+
+
+def _selects(pool: Obj, labels: Mapping[str, str]) -> bool:
+    """Does the pool select a node with ``labels``? A pool selecting every node, or whose
+    selector is invalid, selects none (the controller says so on that pool only)."""
+    selector = (pool.get("spec") or {}).get("nodeSelector")
+    if selects_all(selector):
+        return False
+    try:
+        return selector_matches(selector, labels)
+    except (SelectorError, AttributeError, TypeError):
+        return False
 
 
 def nodes_for_pool(pool: Obj, pools: Sequence[Obj], nodes: Sequence[Obj]) -> list[Obj]:

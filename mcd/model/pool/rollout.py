@@ -16,11 +16,12 @@ update in progress finishes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mcd.model.planning.plan import Cost
+from mcd.model.pool.hygiene import cap
 from mcd.model.pool.pools import NodeView, max_unavailable, target_of, upstream_order
 from mcd.model.pool.windows import WindowState
 from mcd.model.text import goquote
@@ -55,6 +56,9 @@ class Rollout:
     failing: tuple[str, ...] = ()
     error: str = ""
     """Why the pool cannot roll out at all (an invalid ``maxUnavailable``)."""
+    last: tuple[str, ...] = ()
+    """Of the waiting nodes, those put last: a budget would block their drain now, or their
+    drain timed out (released)."""
 
 
 def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
@@ -71,11 +75,16 @@ def plan_rollout(
     costs: Mapping[str, Cost | None] | None = None,
     window: WindowState | None = None,
     rebootless_anytime: bool = True,
+    drain_blocked: Mapping[str, str] | None = None,
+    released: Collection[str] = (),
 ) -> Rollout:
     """The nodes to move to the pool's target config now.
 
     ``costs`` maps node names to their update's cost (only consulted with a ``window``);
-    an invalid ``maxUnavailable`` stops the rollout with ``error`` set.
+    an invalid ``maxUnavailable`` stops the rollout with ``error`` set. Drain-aware order:
+    nodes whose drain a budget would block now (``drain_blocked``) come after the others
+    (upstream order within each group); nodes whose drain timed out (``released``) are
+    taken only once no other node waits.
     """
     target = target_of(pool)
     if not target:
@@ -106,19 +115,38 @@ def plan_rollout(
             else:
                 allowed.append(n)
         candidates = allowed
+    ordered, last = drain_order(candidates, drain_blocked or {}, released)
     if capacity <= 0:
-        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY)
-    chosen = upstream_order(candidates)[:capacity]
+        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last)
+    chosen = ordered[:capacity]
+    chosen_names = {n.name for n in chosen}
     blocked = ""
     if not chosen and held:
         blocked = WINDOW
     return Rollout(
         targets=tuple(n.name for n in chosen),
-        waiting=tuple(w for w in waiting if w not in {n.name for n in chosen}),
+        waiting=tuple(w for w in waiting if w not in chosen_names),
         held=tuple(held),
         capacity=capacity,
         blocked=blocked,
+        last=tuple(n for n in last if n not in chosen_names),
     )
+
+
+def drain_order(
+    candidates: Sequence[NodeView], drain_blocked: Mapping[str, str], released: Collection[str]
+) -> tuple[list[NodeView], tuple[str, ...]]:
+    """The candidates in the order they may go, and the names put last. Released nodes
+    are left out while any other candidate remains."""
+    ordered = upstream_order(candidates)
+    fresh = [n for n in ordered if n.name not in released]
+    pool = fresh or ordered
+    left_out = tuple(n.name for n in ordered if n.name in released) if fresh else ()
+    if not drain_blocked:
+        return pool, left_out
+    free = [n for n in pool if n.name not in drain_blocked]
+    held = [n for n in pool if n.name in drain_blocked]
+    return free + held, tuple(n.name for n in held) + left_out
 
 
 def condition(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
@@ -129,8 +157,10 @@ def set_condition(
     conditions: list[Obj], kind: str, status: bool, reason: str, message: str, now: str
 ) -> None:
     """Upstream ``SetMachineConfigPoolCondition``: no change when nothing differs; the
-    transition time moves only when the status does; a changed condition goes last."""
+    transition time moves only when the status does; a changed condition goes last. The
+    message is capped (:func:`mcd.model.pool.hygiene.cap`)."""
     value = "True" if status else "False"
+    message = cap(message)
     old = condition(conditions, kind)
     if old and (old.get("status"), old.get("reason", ""), old.get("message", "")) == (
         value,
@@ -201,6 +231,12 @@ def calculate_status(
                 message += (
                     f"; {len(rollout.held)} nodes wait for the maintenance window "
                     f"({window.describe()})"
+                )
+            if rollout is not None and rollout.last:
+                message += (
+                    f"; last: {', '.join(rollout.last[:10])}"
+                    + (f" and {len(rollout.last) - 10} more" if len(rollout.last) > 10 else "")
+                    + " (a PodDisruptionBudget would block the drain, or it timed out)"
                 )
             set_condition(conditions, UPDATING, True, "", message, now)
     node_degraded = ""

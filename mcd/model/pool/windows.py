@@ -27,8 +27,10 @@ import yaml
 
 WINDOW_ANNOTATION = "mcd-project.github.io/maintenance-window"
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
 _START = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+MAX_TEXT = 4096
+"""The longest annotation read (a window needs a few dozen characters)."""
 _KEYS = frozenset({"days", "start", "duration", "timeZone", "rebootless"})
 
 
@@ -68,16 +70,33 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="minutes")
 
 
+class _NoAliases(yaml.SafeLoader):
+    """Safe YAML that refuses aliases: a few bytes of ``*a`` could expand to megabytes."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, "aliases are not allowed", mark)
+        return super().compose_node(parent, index)
+
+
 def parse_window(text: str) -> Window:
+    if len(text) > MAX_TEXT:
+        raise WindowError("value", f"longer than {MAX_TEXT} characters")
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_NoAliases)
     except yaml.YAMLError as e:
-        raise WindowError("value", f"not JSON or YAML: {str(e).splitlines()[0]}") from None
+        first = str(e).splitlines()[0][:200]
+        raise WindowError("value", f"not JSON or YAML: {first}") from None
+    except RecursionError:
+        raise WindowError("value", "nested too deeply") from None
     if not isinstance(doc, dict):
         raise WindowError("value", "expected an object")
     unknown = sorted(str(k) for k in doc if k not in _KEYS)
     if unknown:
-        raise WindowError(unknown[0], f"unknown field; expected one of {', '.join(sorted(_KEYS))}")
+        raise WindowError(
+            unknown[0][:64], f"unknown field; expected one of {', '.join(sorted(_KEYS))}"
+        )
     days_value = doc.get("days", list(DAYS))
     if not isinstance(days_value, list) or not days_value:
         raise WindowError("days", "expected a non-empty list of Mon, Tue, ... Sun")
@@ -85,14 +104,14 @@ def parse_window(text: str) -> Window:
     start_value = doc.get("start")
     match = _START.match(str(start_value)) if isinstance(start_value, str) else None
     if match is None:
-        raise WindowError("start", f"expected HH:MM, got {start_value!r}")
+        raise WindowError("start", f"expected HH:MM, got {_short(start_value)}")
     duration = parse_duration(doc.get("duration"))
     zone = doc.get("timeZone", "UTC")
     if not isinstance(zone, str) or not zone:
         raise WindowError("timeZone", "expected an IANA time zone name such as Europe/Berlin")
     rebootless = doc.get("rebootless", "anytime")
     if rebootless not in ("anytime", "window"):
-        raise WindowError("rebootless", f"expected anytime or window, got {rebootless!r}")
+        raise WindowError("rebootless", f"expected anytime or window, got {_short(rebootless)}")
     return Window(
         days=tuple(sorted(set(days))),
         start=time(int(match.group(1)), int(match.group(2))),
@@ -110,19 +129,24 @@ def _day(value: object) -> int:
     for i, (short, full) in enumerate(zip(DAYS, _FULL, strict=True)):
         if key in (short.lower(), full):
             return i
-    raise WindowError("days", f"unknown day {value!r}; expected Mon, Tue, ... Sun")
+    raise WindowError("days", f"unknown day {_short(value)}; expected Mon, Tue, ... Sun")
 
 
 def parse_duration(value: object) -> timedelta:
     match = _DURATION.match(value) if isinstance(value, str) and value else None
     if match is None or not any(match.groups()):
         expected = "expected a duration such as 90m, 4h or 1h30m"
-        raise WindowError("duration", f"{expected}, got {value!r}")
+        raise WindowError("duration", f"{expected}, got {_short(value)}")
     d, h, m, sec = (int(g or 0) for g in match.groups())
-    duration = timedelta(days=d, hours=h, minutes=m, seconds=sec)
-    if not timedelta(0) < duration <= timedelta(days=7):
+    seconds = ((d * 24 + h) * 60 + m) * 60 + sec  # an int: no overflow before the bound
+    if not 0 < seconds <= 7 * 24 * 3600:
         raise WindowError("duration", "must be more than 0 and at most 7 days")
-    return duration
+    return timedelta(seconds=seconds)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 64 else text[:60] + "...'"
 
 
 def window_state(window: Window, now: datetime, zone: tzinfo) -> WindowState:

@@ -1,0 +1,407 @@
+"""``mcd controller`` at fleet scale on a real kube-apiserver: ``python -m bench.fleet``
+(``make fleet``; not part of ``make test``).
+
+A throw-away etcd + kube-apiserver (``../shared/realcluster``, no kube-controller-manager, so
+Nodes no kubelet renews stay Ready) holds ``MCD_FLEET_NODES`` (5,000) Ready Nodes in one pool
+with ``maxUnavailable: 10%``. Simulated agents (one watch on all Nodes in this process) finish
+an update ``MCD_FLEET_UPDATE_SECONDS`` (5 s) after a node's ``desiredConfig`` changes, with one
+write of ``currentConfig`` and ``state: Done``. Then:
+
+1. ``mcd controller`` (a subprocess) rolls out two new MachineConfigs, one after the other;
+   each wall time runs from the MachineConfig's creation to the pool's ``Updated`` on it;
+2. the controller stops and a minimal pacer (in this process: hands the new config to the next
+   node the moment fewer than ``maxUnavailable`` are in flight, nothing else) rolls a third
+   config out to the same nodes on the same server: the baseline.
+
+Reported beside the ideal (waves x update time) and the pacer: wall time per rollout, the
+peak number of unavailable nodes (replayed in order from the watch stream: every event, no
+sampling), the controller's peak RSS (``VmHWM``), its CPU per node update, and its requests per
+node update (the API server's ``apiserver_request_total`` over the rollouts, minus this
+process's own requests, which it counts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.common import Row, print_table, progress
+from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.pools import NODES, POOLS
+from mcd.model.pool.render import ROLE_LABEL, render
+from mcd.model.vocabulary import Annotation
+from tests.e2e.harness import REPO, free_port
+from tests.fakes.realcluster import ThrowAwayCluster, ensure_binaries
+
+N = int(os.environ.get("MCD_FLEET_NODES", "5000"))
+UPDATE = float(os.environ.get("MCD_FLEET_UPDATE_SECONDS", "5"))
+PERCENT = 10
+NODE_ROLE = "node-role.kubernetes.io/worker"
+MERGE = "application/merge-patch+json"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+Obj = dict[str, Any]
+
+
+class CountingKube(Kube):
+    """This process's requests, counted (to take them out of the server's total)."""
+
+    count = 0
+    _lock = threading.Lock()
+
+    def request(self, *args: Any, **kwargs: Any) -> Obj:
+        with self._lock:
+            CountingKube.count += 1
+        return super().request(*args, **kwargs)
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            CountingKube.count += 1
+        return super().stream(*args, **kwargs)
+
+
+def machine_config(name: str, text: str) -> Obj:
+    files = [{"path": f"/etc/fleet/{name}", "contents": {"source": f"data:,{text}"},
+              "mode": 420}]  # fmt: skip
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {ROLE_LABEL: "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}},
+    }
+
+
+class Fleet:
+    """One watch on every Node: the simulated agents, the unavailable count (every event, in
+    order) and the pacer's wake-ups."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.nodes: dict[str, tuple[str, str, str, bool]] = {}  # current, desired, state, cordon
+        self.unavailable: set[str] = set()
+        self.peak = 0
+        self.events = 0
+        self.changed = threading.Condition()
+        self.stop = threading.Event()
+        self._due: list[tuple[float, str, str]] = []
+        self._scheduled: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._writers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent")
+        self._rv = ""
+
+    def start(self) -> None:
+        listing = self.kube.request("GET", NODES)
+        for node in listing.get("items") or []:
+            self._take(node)
+        self._rv = str(listing["metadata"]["resourceVersion"])
+        threading.Thread(target=self._watch, daemon=True).start()
+        threading.Thread(target=self._agents, daemon=True).start()
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak = len(self.unavailable)
+
+    def _watch(self) -> None:
+        while not self.stop.is_set():
+            query = {"resourceVersion": self._rv, "allowWatchBookmarks": True,
+                     "timeoutSeconds": 3600}  # fmt: skip
+            try:
+                for event in self.kube.stream(NODES, query, timeout=3700):
+                    obj = event.get("object") or {}
+                    self._rv = str((obj.get("metadata") or {}).get("resourceVersion") or self._rv)
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._take(obj)
+                    if self.stop.is_set():
+                        return
+            except ApiError as e:
+                progress(f"node watch ended ({e}); resuming")
+
+    def _take(self, node: Obj) -> None:
+        meta = node["metadata"]
+        a = meta.get("annotations") or {}
+        name = meta["name"]
+        current, desired = (
+            a.get(Annotation.CURRENT_CONFIG, ""),
+            a.get(Annotation.DESIRED_CONFIG, ""),
+        )
+        state = a.get(Annotation.STATE, "")
+        cordon = bool((node.get("spec") or {}).get("unschedulable"))
+        with self._lock:
+            self.events += 1
+            self.nodes[name] = (current, desired, state, cordon)
+            if current != desired or state != "Done" or cordon:
+                self.unavailable.add(name)
+            else:
+                self.unavailable.discard(name)
+            self.peak = max(self.peak, len(self.unavailable))
+            if desired and desired != current and self._scheduled.get(name) != desired:
+                self._scheduled[name] = desired
+                heapq.heappush(self._due, (time.monotonic() + UPDATE, name, desired))
+            elif current == desired:
+                self._scheduled.pop(name, None)
+        with self.changed:
+            self.changed.notify_all()
+
+    def _agents(self) -> None:
+        """Each simulated agent: ``UPDATE`` seconds after its desiredConfig changed, Done."""
+        while not self.stop.is_set():
+            now = time.monotonic()
+            ready = []
+            with self._lock:
+                while self._due and self._due[0][0] <= now:
+                    ready.append(heapq.heappop(self._due))
+            for _, name, config in ready:
+                self._writers.submit(self._done, name, config)
+            time.sleep(0.01)
+
+    def _done(self, name: str, config: str) -> None:
+        patch = {"metadata": {"annotations": {Annotation.CURRENT_CONFIG: config,
+                                              Annotation.STATE: "Done"}}}  # fmt: skip
+        with contextlib.suppress(ApiError):
+            self.kube.request("PATCH", f"{NODES}/{name}", body=patch, content_type=MERGE)
+
+    def not_on(self, config: str, names: set[str]) -> int:
+        """How many of ``names`` are not yet on ``config``."""
+        with self._lock:
+            return sum(1 for n in names if self.nodes[n][0] != config)
+
+    def all_on(self, config: str) -> bool:
+        with self._lock:
+            return all(c == config and s == "Done" for c, _d, s, _u in self.nodes.values())
+
+
+def pace(fleet: Fleet, kube: Kube, target: str, limit: int) -> float:
+    """The minimal pacer's rollout to ``target``: its wall time."""
+    queue = sorted(fleet.nodes)
+    writers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="pacer")
+    handed: set[str] = set()
+    start = time.monotonic()
+    while True:
+        in_flight = fleet.not_on(target, handed)
+        finished = len(handed) == len(queue) and in_flight == 0
+        if finished:
+            break
+        while in_flight < limit and len(handed) < len(queue):
+            name = queue[len(handed)]
+            handed.add(name)
+            in_flight += 1
+            body = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: target}}}
+            writers.submit(kube.request, "PATCH", f"{NODES}/{name}", body=body,
+                           content_type=MERGE)  # fmt: skip
+        with fleet.changed:
+            fleet.changed.wait(0.2)
+    writers.shutdown()
+    return time.monotonic() - start
+
+
+def server_requests(kube: Kube) -> float:
+    """Every request the API server has counted (``apiserver_request_total``)."""
+    auth = kube.api.authorization()
+    headers = {"Authorization": auth} if auth else {}
+    text = kube.api.pool.request("GET", f"{kube.api.host}/metrics", headers=headers).data.decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("apiserver_request_total{"))  # fmt: skip
+
+
+def proc_usage(pid: int) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MiB) of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    hwm = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))  # fmt: skip
+    return cpu, int(hwm.split()[1]) / 1024
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.25)
+
+
+def install(kube: Kube) -> None:
+    for name in ("01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml"):
+        doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
+        kube.request("POST", CRD_PATH, body=doc)
+        path = f"{CRD_PATH}/{doc['metadata']['name']}"
+        wait_for(lambda p=path: _established(kube, p), 60, f"CRD {name}")  # type: ignore[misc]
+    wait_for(lambda: _served(kube), 60, "CRDs served")
+
+
+def _established(kube: Kube, path: str) -> bool:
+    conditions = (kube.request("GET", path).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _served(kube: Kube) -> bool:
+    try:
+        kube.request("GET", POOLS)
+        kube.request("GET", MACHINECONFIGS)
+    except ApiError:
+        return False
+    return True
+
+
+def create_nodes(kube: Kube, config: str) -> None:
+    ready = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+
+    def one(i: int) -> None:
+        kube.request("POST", NODES, body={
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"fleet-{i:05d}", "labels": {NODE_ROLE: ""},
+                         "annotations": {Annotation.CURRENT_CONFIG: config,
+                                         Annotation.DESIRED_CONFIG: config,
+                                         Annotation.STATE: "Done"}},
+            "status": {"conditions": ready},
+        })  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, range(N)))
+
+
+def pool_on(kube: Kube, config: str) -> bool:
+    status = kube.request("GET", f"{POOLS}/worker").get("status") or {}
+    return (status.get("configuration") or {}).get("name") == config and any(
+        c.get("type") == "Updated" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
+def target_of(kube: Kube) -> str:
+    pool = kube.request("GET", f"{POOLS}/worker")
+    return str(((pool.get("spec") or {}).get("configuration") or {}).get("name") or "")
+
+
+def main() -> None:
+    ensure_binaries()
+    limit = max(1, N * PERCENT // 100)
+    waves = math.ceil(N / limit)
+    ideal = waves * UPDATE
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        cluster = ThrowAwayCluster(work / "kas", kcm=False).start()
+        ctl: subprocess.Popen[bytes] | None = None
+        fleet: Fleet | None = None
+        try:
+            kube = CountingKube(load_client(str(cluster.kubeconfig)), timeout=60)
+            install(kube)
+            kube.request("POST", "/api/v1/namespaces",
+                         body={"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": "mcd"}})  # fmt: skip
+            base = machine_config("00-worker", "base")
+            kube.request("POST", MACHINECONFIGS, body=base)
+            first = render("worker", [base]).name
+            kube.request("POST", POOLS, body={
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "MachineConfigPool", "metadata": {"name": "worker"},
+                "spec": {"machineConfigSelector": {"matchLabels": {ROLE_LABEL: "worker"}},
+                         "nodeSelector": {"matchLabels": {NODE_ROLE: ""}},
+                         "maxUnavailable": f"{PERCENT}%"},
+            })  # fmt: skip
+            t = time.monotonic()
+            create_nodes(kube, first)
+            progress(f"{N} Ready nodes created in {time.monotonic() - t:.1f} s")
+            fleet = Fleet(kube)
+            fleet.start()
+            log = (work / "controller.log").open("wb")
+            ctl = subprocess.Popen(
+                [sys.executable, "-m", "mcd", "controller", "--kubeconfig",
+                 str(cluster.kubeconfig), "--metrics-url", f"127.0.0.1:{free_port()}",
+                 "--namespace", "mcd"],
+                stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )  # fmt: skip
+            cluster.guard(ctl.pid, "controller")
+            wait_for(lambda: pool_on(kube, first), 300, "the pool Updated on its first config")
+            progress("controller started; the pool is Updated")
+            walls, peaks = [], []
+            cpu0, _ = proc_usage(ctl.pid)
+            served0, mine0 = server_requests(kube), CountingKube.count
+            for name in ("50-fleet-a", "50-fleet-b"):
+                before = target_of(kube)
+                fleet.reset_peak()
+                t = time.monotonic()
+                kube.request("POST", MACHINECONFIGS, body=machine_config(name, name))
+                wait_for(lambda b=before: target_of(kube) not in ("", b), 120, "render")  # type: ignore[misc]
+                new = target_of(kube)
+                wait_for(lambda c=new: pool_on(kube, c), 3600, f"rollout of {name}")  # type: ignore[misc]
+                walls.append(time.monotonic() - t)
+                peaks.append(fleet.peak)
+                progress(f"rollout {name}: {walls[-1]:.1f} s, peak unavailable {fleet.peak}")
+            cpu1, rss = proc_usage(ctl.pid)
+            served = server_requests(kube) - served0 - (CountingKube.count - mine0) - 1
+            ctl.send_signal(signal.SIGTERM)
+            ctl.wait(60)
+            ctl = None
+            wait_for(lambda: fleet is not None and fleet.all_on(new), 60, "settled")
+            fleet.reset_peak()
+            pacer = pace(fleet, kube, "rendered-worker-pacer", limit)
+            pacer_peak = fleet.peak
+            progress(f"pacer: {pacer:.1f} s, peak unavailable {pacer_peak}")
+        finally:
+            if fleet is not None:
+                fleet.stop.set()
+            if ctl is not None:
+                ctl.terminate()
+                ctl.wait(60)
+            cluster.stop()
+
+    updates = 2 * N
+    cpu_ms = (cpu1 - cpu0) / updates
+    per_update = served / updates
+    print(f"{N} nodes, maxUnavailable {PERCENT}% = {limit}: {waves} waves x {UPDATE:g} s "
+          f"= ideal {ideal:.1f} s; minimal pacer {pacer:.1f} s (peak unavailable {pacer_peak}); "
+          f"{fleet.events} node events replayed")  # fmt: skip
+    rows = [
+        Row(f"rollout {i + 1} wall vs minimal pacer", w, pacer, "<= 1.15x pacer", w <= 1.15 * pacer)
+        for i, w in enumerate(walls)
+    ]
+    rows += [
+        Row(f"rollout {i + 1} wall vs ideal", w, ideal, "(report only)", True)
+        for i, w in enumerate(walls)
+    ]
+    rows += [
+        Row(
+            f"rollout {i + 1} peak unavailable nodes",
+            float(p),
+            float(limit),
+            f"<= {limit}",
+            p <= limit,
+            unit="",
+        )
+        for i, p in enumerate(peaks)
+    ]
+    rows += [
+        Row("controller peak RSS", rss, 100.0, "<= 100 MiB", rss <= 100, unit="MB"),
+        Row("controller CPU per node update", cpu_ms, 0.003, "<= 3 ms", cpu_ms <= 0.003),
+        Row(
+            "controller requests per node update",
+            per_update,
+            3.0,
+            "<= 3",
+            per_update <= 3,
+            unit="req",
+        ),
+    ]
+    print_table(rows)
+    sys.exit(0 if all(r.passed for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""A pool's render step (upstream's render controller): merge the MachineConfigs its
+``machineConfigSelector`` selects, create the rendered config once, point
+``spec.configuration`` at it. Any refusal is ``RenderDegraded`` on that pool and it keeps
+its previous target: an invalid selector or config, a rendered config too large for the
+API server to store, or one no node on the pool's current config could apply
+(:mod:`mcd.model.pool.checks`)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd.cluster.api import ApiError, Obj
+from mcd.cluster.pools import PoolWriter
+from mcd.model.pool.checks import reconcile_problem, size_problem
+from mcd.model.pool.pools import SelectorError, labels_of, name_of, selector_matches, selects_all
+from mcd.model.pool.render import Rendered, RenderError, render
+from mcd.model.pool.rollout import render_condition
+
+log = logging.getLogger(__name__)
+
+MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
+
+
+@dataclass
+class RenderStep:
+    writer: PoolWriter
+    version: str
+    observe_config: Callable[[Obj], None] = field(default=lambda _o: None)
+    observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
+    _verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(current target, new rendered name) -> the reconcilability refusal ('' = none), so
+    a refused render costs one check, not one per pass."""
+    _renders: dict[tuple[str, tuple[tuple[str, str], ...]], Rendered | RenderError] = field(
+        default_factory=dict
+    )
+    """The last render per pool, by its inputs' names and resourceVersions: a pass whose
+    MachineConfigs did not change renders nothing (a render parses and checks every one)."""
+    _checked: set[tuple[str, str]] = field(default_factory=set)
+    """Rendered configs (name, resourceVersion) found unchanged since they were created."""
+
+    def _rendered(self, pool_name: str, selected: list[Obj]) -> Rendered:
+        versions = tuple(sorted((name_of(mc), _version(mc)) for mc in selected))
+        if not all(v for _n, v in versions):  # objects not from the API server: no key
+            return render(pool_name, selected)
+        key = (pool_name, versions)
+        if key not in self._renders:
+            self._renders = {k: v for k, v in self._renders.items() if k[0] != pool_name}
+            try:  # on copies: the merge may share or adjust parts of what it is given
+                self._renders[key] = render(pool_name, copy.deepcopy(selected))
+            except RenderError as e:
+                self._renders[key] = e
+        found = self._renders[key]
+        if isinstance(found, RenderError):
+            raise found
+        return found
+
+    def __call__(self, pool: Obj, configs: dict[str, Obj], stamp: str) -> Obj:
+        """The pool after its render (new ``spec.configuration`` and ``RenderDegraded``)."""
+        name = name_of(pool)
+        spec = pool.get("spec") or {}
+        selector = spec.get("machineConfigSelector")
+        if selects_all(selector):
+            self.writer.event(
+                pool,
+                "SelectingAll",
+                "This machineconfigpool is selecting all "
+                "machineconfigs. A non-empty selector is required.",
+                warning=True,
+            )
+            return pool
+        error: str | None = None
+        try:
+            pool = self._render(pool, configs, selector)
+        except (RenderError, SelectorError) as e:
+            error = f"could not generate rendered MachineConfig: {e}"
+            log.warning("Pool %s: %s", name, error)
+        except ApiError as e:
+            if e.status != 413 and "too large" not in str(e):
+                raise  # only a size refusal is the render's fault; the rest is retried
+            error = f"could not create the rendered MachineConfig: {e}"
+            log.warning("Pool %s: %s", name, error)
+        conditions = render_condition(pool, error, stamp)
+        return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
+
+    def _render(self, pool: Obj, configs: dict[str, Obj], selector: Any) -> Obj:
+        name = name_of(pool)
+        spec = pool.get("spec") or {}
+        selected = [mc for mc in configs.values() if selector_matches(selector, labels_of(mc))]
+        if not selected:
+            raise RenderError(f"no MachineConfigs found matching selector {_describe(selector)}")
+        rendered = self._rendered(name, selected)
+        current = str((spec.get("configuration") or {}).get("name") or "")
+        existing = configs.get(rendered.name)
+        if rendered.name != current:
+            key = (current, rendered.name)
+            if key not in self._verdicts:
+                inputs = copy.deepcopy(selected)  # the checks render again: on copies
+                self._verdicts = {key: reconcile_problem(configs.get(current), name, inputs,
+                                                         rendered)}  # fmt: skip
+            if self._verdicts[key]:
+                raise RenderError(self._verdicts[key])
+        if existing is None:
+            too_large = size_problem(rendered, selected)
+            if too_large:
+                raise RenderError(too_large)
+            created = self.writer.create_config(rendered.object(pool, self.version))
+            if created is not None:
+                self.observe_config(created)
+                configs[rendered.name] = created
+                self.writer.event(
+                    pool,
+                    "RenderedConfigGenerated",
+                    f"{rendered.name} successfully generated (release version: "
+                    f", controller version: {self.version})",
+                )
+        elif (rendered.name, _version(existing)) not in self._checked:
+            if (existing.get("spec") or {}) != rendered.spec:
+                raise RenderError(
+                    f"rendered MachineConfig {rendered.name} was changed after it was created; "
+                    "delete it to have it rendered again"
+                )
+            if _version(existing):
+                self._checked.add((rendered.name, _version(existing)))
+        source = [{**MC_KIND, "name": s} for s in rendered.sources]
+        wanted = {"name": rendered.name, "source": source}
+        if (spec.get("configuration") or {}) != wanted:
+            pool = self.writer.set_configuration(name, wanted)
+            self.observe_pool(pool)
+            log.info("Pool %s: now targeting: %s", name, rendered.name)
+            self.writer.event(
+                pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
+            )
+        return pool
+
+
+def _version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _describe(selector: Any) -> str:
+    labels = (selector or {}).get("matchLabels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or str(selector)[:256]
