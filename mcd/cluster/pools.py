@@ -79,6 +79,12 @@ class PoolWriter:
         patch = {"spec": {"configuration": configuration}}
         return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
 
+    def set_pool_annotation(self, pool: str, key: str, value: str | None) -> Obj:
+        """Set (or, with None, remove) one annotation on the pool."""
+        self.writes += 1
+        patch = {"metadata": {"annotations": {key: value}}}
+        return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
+
     def set_status(self, pool: str, status: Obj) -> Obj:
         self.writes += 1
         return self.kube.request(

@@ -18,16 +18,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mcd.controller.sync import PoolReport
 from mcd.model.pool.pools import SelectorError, name_of, primary_pool, target_of
-from mcd.model.pool.rollout import INVALID, NODE_FAILING, PAUSED
+from mcd.model.pool.rollout import HALTED, INVALID, NODE_FAILING, PAUSED, Rollout
 from mcd.model.vocabulary import Annotation, NodeState
+
+
+class PoolReport(Protocol):
+    """What a pass reports of one pool (:class:`mcd.controller.sync.PoolReport`; not
+    imported: sync imports the drain controller, which imports these metrics)."""
+
+    name: str
+    rollout: Rollout
+    status: Obj
+
 
 Obj = dict[str, Any]
 
@@ -35,6 +44,7 @@ PAUSE_REASONS = {
     PAUSED: "paused",
     NODE_FAILING: "node-degraded",
     INVALID: "invalid-max-unavailable",
+    HALTED: "rollout-halted",
 }
 """``mcd_pool_paused{reason}``: why no node gets the target now (a rollout that waits for a
 free slot or a maintenance window is not paused)."""

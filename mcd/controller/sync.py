@@ -23,6 +23,7 @@ from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.controller import drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
+from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import NodeWrites
 from mcd.model.drain.budgets import released_for
@@ -31,6 +32,7 @@ from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.pool.canary import Gate
 from mcd.model.pool.hygiene import (
     Membership,
     membership,
@@ -111,6 +113,10 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
+    pod_restarts: Restarts = field(default=lambda _n: {})
+    """Node -> (container restarts, pods crash-looping) (:class:`mcd.cluster.podhealth.
+    PodRestarts`), for the pools with a rollout policy."""
+    policy_step: PolicyStep | None = None
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
@@ -131,6 +137,8 @@ class Syncer:
             self.render_step = RenderStep(
                 self.writer, self.version, self.observe_config, self.observe_pool
             )
+        if self.policy_step is None:
+            self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
         """Every pool in turn; whatever one pool raises is logged and the others go on."""
@@ -156,7 +164,7 @@ class Syncer:
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         old = pool.get("status") or {}
-        assert self.render_step is not None
+        assert self.render_step is not None and self.policy_step is not None
         pool = self.render_step(pool, snap.configs, stamp)
         invalid = snap.membership.invalid.get(name)
         if invalid:
@@ -166,6 +174,8 @@ class Syncer:
             return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
+        members = {name_of(n): n for n in snap.membership.nodes_of(name)}
+        gate, policy_error = self.policy_step.gate(pool, views, members, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
             self.writer.event(
@@ -176,7 +186,7 @@ class Syncer:
             )
         else:
             latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
-            rollout = self._roll_out(pool, views, snap, window, latest)
+            rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
                 self._taint(pool, snap, latest)  # needs no taint put on and taken off
         if rollout.targets:
@@ -193,6 +203,7 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
+        self.policy_step.report(pool, gate, policy_error, status["conditions"], stamp)
         hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
@@ -276,6 +287,8 @@ class Syncer:
         snap: Snapshot,
         window: WindowState | None,
         latest: dict[str, Mapping[str, Any]],
+        gate: Gate | None = None,
+        policy_error: str = "",
     ) -> Rollout:
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
@@ -301,6 +314,8 @@ class Syncer:
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
             drain_blocked=forecast,
             released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+            halted=bool(policy_error) or (gate is not None and gate.halted),
+            only=gate.only if gate is not None else None,
         )  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
@@ -320,6 +335,8 @@ class Syncer:
             written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
 
+        assert self.policy_step is not None
+        self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
         self._writes.each(write, list(rollout.targets), targeted)
         rollout = replace(rollout, targets=tuple(written))
         if len(rollout.targets) == 1:
