@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcd.controller.preview import describe_pool_summary, node_pool_summary
 from mcd.model.pool.canary import (
     PASSED,
     SOAKING,
@@ -211,3 +212,25 @@ def test_no_node_outside_the_wave_is_targeted_before_the_canary_passed(
         assert gate.halted and rollout.targets == ()
     else:
         assert set(rollout.targets) <= set(gate.canary)
+
+
+def test_plan_and_status_say_what_resumes_a_halted_pool() -> None:
+    halted_pool = {
+        "metadata": {"name": "worker", "annotations": {
+            "mcd-project.github.io/rollout-policy": '{"canary": 1, "soak": "1h"}',
+            "mcd-project.github.io/rollout-halted": NEW}},
+        "spec": {"configuration": {"name": NEW},
+                 "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}},
+    }  # fmt: skip
+    node_obj = {"metadata": {"name": "w0", "labels": {"node-role.kubernetes.io/worker": ""}}}
+    lines = describe_pool_summary(node_pool_summary(node_obj, [halted_pool]))
+    assert "Rollout policy:  canary: 1 nodes, soak 1h, halt past 0 unhealthy updated nodes" in lines
+    assert (
+        f"Halted:          rollout of {NEW} halted; to resume: kubectl annotate "
+        "machineconfigpool worker mcd-project.github.io/rollout-halted-"
+    ) in lines
+    bad = {**halted_pool, "metadata": {"name": "worker", "annotations": {
+        "mcd-project.github.io/rollout-policy": '{"soak": "soon"}'}}}  # fmt: skip
+    (policy_line,) = [x for x in describe_pool_summary(node_pool_summary(node_obj, [bad]))
+                      if x.startswith("Rollout policy")]  # fmt: skip
+    assert "invalid: annotation mcd-project.github.io/rollout-policy: soak: " in policy_line
