@@ -6,10 +6,14 @@ import getpass
 import json
 import sys
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
 from mcd.cli.common import EXIT_OK, fail
+
+if TYPE_CHECKING:
+    from mcd.cluster.api import Kube
 
 # The cluster client loads inside the commands (``mcd --help`` starts without it).
 
@@ -18,7 +22,7 @@ _KUBECONFIG = click.option(
 )
 
 
-def _kube(kubeconfig: str | None):  # type: ignore[no-untyped-def]
+def _kube(kubeconfig: str | None) -> Kube:
     from mcd.cluster.api import ConfigurationError, Kube, load_client  # noqa: PLC0415
 
     try:
