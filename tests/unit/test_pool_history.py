@@ -13,6 +13,7 @@ from mcd.model.pool.history import (
     KEEP,
     ROLLBACK_ANNOTATION,
     Pin,
+    Revision,
     differ,
     encode_history,
     encode_pin,
@@ -40,7 +41,7 @@ def test_a_config_targeted_again_gets_a_new_revision() -> None:
 
 @given(st.lists(st.sampled_from([f"r-{i}" for i in range(15)]), max_size=60))
 def test_the_history_is_bounded_numbered_and_has_each_config_once(configs: list[str]) -> None:
-    h: list = []
+    h: list[Revision] = []
     for c in configs:
         h = record(h, c, "t", "by", "x" * 500)
     assert len(h) <= KEEP
