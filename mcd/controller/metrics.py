@@ -149,6 +149,32 @@ def pool_rollout(
     )
 
 
+PROGRESS = "RolloutProgress"
+"""The pool condition with the estimate of completion (True while there is one)."""
+
+
+@dataclass
+class Estimates:
+    """The estimate of completion for the pool's status (the same figures as the metric,
+    :func:`pool_rollout`, kept by the pass itself)."""
+
+    _figures: dict[str, PoolRollout] = field(default_factory=dict)
+
+    def note(self, report: PoolReport, target: str, members: Sequence[Mapping[str, Any]],
+             now: float) -> str:  # fmt: skip
+        """``estimated completion T (N nodes left, P per node)``, '' without one yet."""
+        figures = pool_rollout(report, target, members, {}, self._figures.get(report.name), now)
+        self._figures[report.name] = figures
+        eta = figures.eta
+        if eta is None:
+            return ""
+        pace = (figures.progress_at - figures.started_at) / max(1, figures.updated_since_start)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(eta))
+        return (
+            f"estimated completion {when} ({figures.nodes_left} nodes left, {pace:.0f}s per node)"
+        )
+
+
 class RolloutMetrics(Collector):
     """Registered on the controller's registry; :meth:`observe` after each pass."""
 

@@ -23,6 +23,7 @@ from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.controller import drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
+from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import NodeWrites
@@ -117,6 +118,7 @@ class Syncer:
     """Node -> (container restarts, pods crash-looping) (:class:`mcd.cluster.podhealth.
     PodRestarts`), for the pools with a rollout policy."""
     policy_step: PolicyStep | None = None
+    estimates: Estimates = field(default_factory=Estimates)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
@@ -204,6 +206,12 @@ class Syncer:
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
         self.policy_step.report(pool, gate, policy_error, status["conditions"], stamp)
+        note = self.estimates.note(PoolReport(name, rollout, status), target_of(pool),
+                                   snap.membership.nodes_of(name), now.timestamp())  # fmt: skip
+        if note:  # a condition of its own: Updating's message keeps upstream's words
+            set_condition(status["conditions"], PROGRESS, True, "Estimated", note, stamp)
+        else:
+            status["conditions"][:] = [c for c in status["conditions"] if c.get("type") != PROGRESS]
         hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)

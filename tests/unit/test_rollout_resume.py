@@ -15,6 +15,7 @@ from mcd.controller.metrics import PoolRollout, pool_rollout
 from mcd.controller.sync import PoolReport, Snapshot, Syncer
 from mcd.model.pool.canary import HALT_ANNOTATION, POLICY_ANNOTATION
 from mcd.model.pool.render import render
+from mcd.model.pool.rollout import condition
 from mcd.model.pool.windows import WINDOW_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.unit.test_controller_sync import Writer, mc, node, pool
@@ -134,6 +135,10 @@ def test_the_estimate_of_completion_is_within_a_quarter_on_a_replayed_rollout() 
                                ["name"], members, {}, figures, fleet.now.timestamp())  # fmt: skip
         if figures.nodes_left == 0:
             break
+        if figures.eta is not None:  # the pool's status says the same as the metric
+            when = datetime.fromtimestamp(figures.eta, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            progress = condition(report.status["conditions"], "RolloutProgress") or {}
+            assert str(progress.get("message")).startswith(f"estimated completion {when} (")
         if figures.eta is not None and figures.updated_since_start >= 3:
             estimates.append((fleet.now, figures.eta))
         fleet.now += timedelta(minutes=1)
