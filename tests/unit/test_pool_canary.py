@@ -224,7 +224,7 @@ def test_plan_and_status_say_what_resumes_a_halted_pool() -> None:
     }  # fmt: skip
     node_obj = {"metadata": {"name": "w0", "labels": {"node-role.kubernetes.io/worker": ""}}}
     lines = describe_pool_summary(node_pool_summary(node_obj, [halted_pool]))
-    assert "Rollout policy:  canary: 1 nodes, soak 1h, halt past 0 unhealthy updated nodes" in lines
+    assert "Rollout policy:  canary: 1 node, soak 1h, halt past 0 unhealthy updated nodes" in lines
     assert (
         f"Halted:          rollout of {NEW} halted; to resume: kubectl annotate "
         "machineconfigpool worker mcd-project.github.io/rollout-halted-"

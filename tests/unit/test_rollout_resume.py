@@ -147,3 +147,26 @@ def test_the_estimate_of_completion_is_within_a_quarter_on_a_replayed_rollout() 
     total = done - start.timestamp()  # the estimated duration against the real one
     worst = max(abs(eta - done) / total for _at, eta in estimates)
     assert worst <= 0.25, worst
+
+
+def test_an_invalid_policy_is_one_condition_naming_the_field_and_holds_the_pool() -> None:
+    fleet = Fleet(2)
+    fleet.annotate(POLICY_ANNOTATION, '{"canary": 1, "soak": "a while"}')
+    report = fleet.sync()
+    assert report.rollout.targets == () and report.rollout.blocked == "halted"
+    policy = condition(report.status["conditions"], "RolloutPolicy") or {}
+    assert (policy.get("status"), policy.get("reason")) == ("False", "InvalidPolicy")
+    assert str(policy.get("message")).startswith(
+        "annotation mcd-project.github.io/rollout-policy: soak: expected a duration such as "
+        "90m, 4h or 1h30m, got 'a while'; the pool is halted until it is fixed"
+    )
+    fleet.annotate(POLICY_ANNOTATION, '{"canary": 1, "soak": "1h"}')
+    report = fleet.sync()
+    assert report.rollout.targets == ("n0",)
+    policy = condition(report.status["conditions"], "RolloutPolicy") or {}
+    assert (policy.get("status"), policy.get("message")) == (
+        "True", "canary: 1 node, soak 1h, halt past 0 unhealthy updated nodes")  # fmt: skip
+    canary = condition(report.status["conditions"], "Canary") or {}
+    assert (canary.get("status"), canary.get("reason")) == ("False", "Waiting")
+    halted = condition(report.status["conditions"], "RolloutHalted") or {}
+    assert (halted.get("status"), halted.get("reason")) == ("False", "Resumed")

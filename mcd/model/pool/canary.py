@@ -82,7 +82,8 @@ class Policy:
         elif self.canary_percent:
             parts.append(f"canary: {self.canary_percent}% of the nodes")
         elif self.canary_count:
-            parts.append(f"canary: {self.canary_count} nodes")
+            noun = "node" if self.canary_count == 1 else "nodes"
+            parts.append(f"canary: {self.canary_count} {noun}")
         if self.has_canary:
             parts.append(f"soak {_span(self.soak)}")
         limit = (
