@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 class PodRestarts:
     def __init__(
-        self, kube: Kube, ttl: float = 5.0, clock: Callable[[], float] = time.monotonic
+        self, kube: Kube, ttl: float = 15.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.kube = kube
         self.ttl = ttl

@@ -91,7 +91,8 @@ class PolicyStep:
             if state and state.get("result") == "failed" and state.get("config") == target:
                 gate_failed[name] = state.get("check", "")
         crashing: dict[str, str] = {}
-        measured = self.restarts(given) if given else {}
+        rolling = any(v.desired != target for v in views)  # nothing left to protect: no lists
+        measured = self.restarts(given) if given and rolling else {}
         for name, (count, looping) in measured.items():
             baseline = self._baselines.setdefault((name, target), count)
             verdict = crash_verdict(baseline, count, looping, policy.crash_restarts)
@@ -153,7 +154,7 @@ class PolicyStep:
         if error:
             set_condition(conditions, HALTED, True, "InvalidPolicy", error, stamp)
             return
-        if halted_for and halted_for != target:  # a new target is a new rollout
+        if halted_for and (halted_for != target or gate is None):  # a new rollout, or no policy
             self._annotate(name, None)
         before = condition(conditions, HALTED)
         if before is not None:
