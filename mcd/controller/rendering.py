@@ -154,10 +154,12 @@ class RenderStep:
             history = parse_history(annotations.get(HISTORY_ANNOTATION))
             if not history and current and current != rendered.name:
                 history = record(history, current, "", "before the history", "")
-            change = "; ".join(differ(parse_sources(configs.get(current)), hashes))
+            changes = differ(parse_sources(configs.get(current)), hashes)
+            change = "; ".join(changes)
             if not current:
                 change = f"first render of {len(hashes)} MachineConfigs"
-            by = "render (MachineConfigs changed)"
+            touched = {c.rsplit(" ", 1)[0] for c in changes}
+            by = "render (" + (_managers(selected, touched) or "MachineConfigs changed") + ")"
             history = record(history, rendered.name, stamp, by, change)
             notes: dict[str, str | None] = {HISTORY_ANNOTATION: encode_history(history)}
             if pin is not None:
@@ -169,6 +171,18 @@ class RenderStep:
                 pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
             )
         return pool
+
+
+def _managers(selected: list[Obj], names: set[str]) -> str:
+    """Who last wrote the MachineConfigs named (their newest ``managedFields`` entry)."""
+    found = set()
+    for mc in selected:
+        meta = mc.get("metadata") or {}
+        fields = [f for f in meta.get("managedFields") or [] if isinstance(f, dict)]
+        if meta.get("name") in names and fields:
+            newest = max(fields, key=lambda f: str(f.get("time") or ""))
+            found.add(str(newest.get("manager") or "")[:40])
+    return ", ".join(sorted(f for f in found if f)[:3])
 
 
 def _version(obj: Obj) -> str:

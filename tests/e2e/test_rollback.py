@@ -82,7 +82,7 @@ def test_history_rollback_and_prune(kube_cluster: TestCluster, tmp_path: Path) -
         assert lines[1].split()[:2] == ["1", first]
         assert "first render of 1 MachineConfigs" in lines[1]
         assert lines[2].split()[:3] == ["2", second, "(target)"]
-        assert lines[2].endswith("50-app added")
+        assert lines[2].endswith("50-app added") and " render (" in lines[2]
 
         # roll back: the same pace (maxUnavailable 1), and it says what differs
         back = mcd(cluster, "rollback", "--pool", "worker")
