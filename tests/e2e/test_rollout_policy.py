@@ -86,8 +86,10 @@ def test_a_failing_canary_halts_the_pool_with_the_rest_untouched(
     try:
         wait(lambda: desired(cluster, canary) == second, 30, "the canary targeted", ctl.log)
         assert [desired(cluster, n) for n in rest] == [first, first]
-        canary_cond = pool_condition(cluster, "worker", "Canary")
-        assert canary_cond["status"] == "False" and canary_cond["reason"] == "Waiting"
+        # the pass writes the Node, then the pool's status
+        wait(lambda: pool_condition(cluster, "worker", "Canary").get("reason") == "Waiting",
+             10, "canary waiting", ctl.log)  # fmt: skip
+        assert pool_condition(cluster, "worker", "Canary")["status"] == "False"
         play_agent(cluster, canary, second)
         failed = {"config": second, "result": "failed", "check": "app-probe", "time": "t"}
         cluster.annotate(canary, {STATE_ANNOTATION: json.dumps(failed)})
