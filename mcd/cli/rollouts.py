@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mcd.cli.common import EXIT_OK, fail
+from mcd.cli.common import EXIT_OK, fail, output_options, say
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
@@ -35,6 +35,7 @@ def _kube(kubeconfig: str | None) -> Kube:
 @click.option("--pool", "pool", required=True, help="The MachineConfigPool.")
 @click.option("--json", "as_json", is_flag=True, help="The revisions as JSON.")
 @_KUBECONFIG
+@output_options
 def history_command(pool: str, as_json: bool, kubeconfig: str | None) -> None:
     """List a pool's revisions (its last rendered configs), like kubectl rollout history."""
     from mcd.cluster.api import ApiError  # noqa: PLC0415
@@ -46,9 +47,9 @@ def history_command(pool: str, as_json: bool, kubeconfig: str | None) -> None:
     except ApiError as e:
         fail(f"cannot read pool {pool}: {e}")
     if as_json:
-        click.echo(json.dumps([r.to_json() for r in revisions(doc)], indent=2))
+        say(json.dumps([r.to_json() for r in revisions(doc)], indent=2))
     else:
-        click.echo(describe_history(doc), nl=False)
+        say(describe_history(doc), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -56,6 +57,7 @@ def history_command(pool: str, as_json: bool, kubeconfig: str | None) -> None:
 @click.option("--pool", "pool", required=True, help="The MachineConfigPool.")
 @click.option("--to-revision", type=int, default=None, help="Default: the one before the target.")
 @_KUBECONFIG
+@output_options
 def rollback_command(pool: str, to_revision: int | None, kubeconfig: str | None) -> None:
     """Point a pool back at an earlier rendered config (rolled out at the pool's pace)."""
     from mcd.cluster.api import ApiError  # noqa: PLC0415
@@ -72,7 +74,7 @@ def rollback_command(pool: str, to_revision: int | None, kubeconfig: str | None)
         fail(str(e))
     except ApiError as e:
         fail(f"pool {pool}: {e}")
-    click.echo(done.describe(), nl=False)
+    say(done.describe(), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -81,6 +83,7 @@ def rollback_command(pool: str, to_revision: int | None, kubeconfig: str | None)
               help="Keep rendered configs younger than this (90m, 4h, 7d).")  # fmt: skip
 @click.option("--apply", is_flag=True, help="Delete them (default: only list them).")
 @_KUBECONFIG
+@output_options
 def prune_command(grace: str, apply: bool, kubeconfig: str | None) -> None:
     """List (or, with --apply, delete) the rendered configs no node, pool or revision uses."""
     from mcd.cluster.api import ApiError  # noqa: PLC0415
@@ -97,8 +100,8 @@ def prune_command(grace: str, apply: bool, kubeconfig: str | None) -> None:
         fail(f"cannot prune: {e}")
     verb = "deleted" if apply else "would delete (dry run; --apply deletes)"
     for name in gone:
-        click.echo(f"{verb}: {name}")
+        say(f"{verb}: {name}")
     state = "deleted" if apply else "unused"
     why = "used by a node, a pool or a revision, or younger than the grace period"
-    click.echo(f"{len(gone)} rendered configs {state}; {kept} kept ({why})")
+    say(f"{len(gone)} rendered configs {state}; {kept} kept ({why})")
     sys.exit(EXIT_OK)
