@@ -15,6 +15,7 @@ from mcd.model.pool.history import HISTORY_ANNOTATION, ROLLBACK_ANNOTATION, pars
 from mcd.model.pool.render import GENERATED_BY
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
+from tests.e2e.conftest import NodeFactory
 from tests.e2e.controller_harness import (
     ControllerProc,
     create_pool,
@@ -27,7 +28,12 @@ from tests.e2e.controller_harness import (
     wait,
 )
 from tests.e2e.harness import REPO
-from tests.e2e.test_controller import BASE, _crds, play_agent  # noqa: F401 - the CRD fixture
+from tests.e2e.test_controller import (  # noqa: F401 - the CRD fixture
+    BASE,
+    _crds,
+    play_agent,
+    start_pool_nodes,
+)
 from tests.fakes.kubecluster import TestCluster
 
 
@@ -144,3 +150,38 @@ def test_history_rollback_and_prune(kube_cluster: TestCluster, tmp_path: Path) -
         assert all(annotations_of(cluster.get_node(n))[Annotation.STATE] == "Done" for n in names)
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
+
+
+def test_a_deleted_rendered_config_in_use_degrades_no_node(
+    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """A running agent whose current (and desired) rendered config is deleted while no
+    controller runs: woken, it stays Done (its on-disk config is the truth); the controller,
+    started again, renders the config again and the pool is not degraded."""
+    cluster = kube_cluster
+    ns = cluster.namespace("ctl")
+    cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()
+    try:
+        wait(lambda: target(cluster, "worker") != "", 30, "rendered", ctl.log)
+        first = target(cluster, "worker")
+        (agent,) = start_pool_nodes(cluster, make_node, "worker", 1, first)
+        wait(lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
+             30, "updated", ctl.log)  # fmt: skip
+        assert ctl.stop() == 0
+        cluster.kube.request("DELETE", f"{MACHINECONFIGS}/{first}")
+        cluster.annotate(agent.name, {"mcd-project.github.io/test-wake": "1"})  # a Node change
+        time.sleep(4)
+        assert agent.annotations()[Annotation.STATE] == "Done"
+        assert agent.annotations()[Annotation.CURRENT_CONFIG] == first
+        ctl = ControllerProc(cluster, tmp_path, "b", ns).start()
+        wait(lambda: any(m["metadata"]["name"] == first for m in
+                         cluster.kube.request("GET", MACHINECONFIGS)["items"]),
+             30, "rendered again", ctl.log)  # fmt: skip
+        time.sleep(2)
+        for kind in ("Degraded", "RenderDegraded", "NodeDegraded"):
+            assert pool_condition(cluster, "worker", kind).get("status") == "False", kind
+        assert agent.annotations()[Annotation.STATE] == "Done"
+    finally:
+        assert ctl.stop() in (0, None), ctl.log()[-3000:]
