@@ -79,6 +79,21 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "controller_command",
         "Render MachineConfigPools and roll them out to their nodes (one leader at a time).",
     ),
+    "history": (
+        "mcd.cli.rollouts",
+        "history_command",
+        "List a pool's revisions (its last rendered configs), like kubectl rollout history.",
+    ),
+    "rollback": (
+        "mcd.cli.rollouts",
+        "rollback_command",
+        "Point a pool back at an earlier rendered config (rolled out at the pool's pace).",
+    ),
+    "prune": (
+        "mcd.cli.rollouts",
+        "prune_command",
+        "List (or delete with --apply) the rendered configs nothing uses.",
+    ),
     "server": (
         "mcd.cli.server",
         "server_command",

@@ -21,6 +21,7 @@ from typing import Any
 from mcd.model.drain.report import DRAIN_BLOCKED
 from mcd.model.drain.settings import drain_settings
 from mcd.model.node.health import STATE_ANNOTATION
+from mcd.model.pool.canary import HALT_ANNOTATION, HALTED
 from mcd.model.pool.pools import NodeView, name_of, nodes_for_pool, target_of
 from mcd.model.pool.rollout import (
     DEGRADED,
@@ -159,7 +160,16 @@ def _pool(
         why = f": {_short(view.reason)}" if view.reason else ""
         wants = f" (desired {view.desired})" if view.desired != view.current else ""
         notes.append(f"node {view.name}: {view.state or NodeState.DONE}{wants}{why}")
-    if rollout.blocked == NODE_FAILING:
+    halted = condition(status.get("conditions") or [], HALTED)
+    if halted and halted.get("status") == "True":  # the pool's rollout policy halted it
+        stopped = "rollout-halted"
+        notes.append(f"{HALTED}: {_short(str(halted.get('message') or ''))}")
+        alerts.append(Alert("MCDPoolRolloutHalted", f"pool={name}",
+                            f"the rollout policy halted {target}"))  # fmt: skip
+        steps.append((10, f"kubectl describe mcp {name}   (RolloutHalted names the nodes and "
+                          f"why; when fixed: kubectl annotate mcp {name} {HALT_ANNOTATION}-; "
+                          f"{RUNBOOK}mcdpoolrollouthalted)"))  # fmt: skip
+    elif rollout.blocked == NODE_FAILING:
         failing = ", ".join(rollout.failing)
         alerts.append(
             Alert(

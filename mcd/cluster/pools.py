@@ -7,6 +7,7 @@ do: ``spec.configuration`` through the object, everything else through ``/status
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
@@ -74,9 +75,21 @@ class PoolWriter:
             if e.status != 404:
                 raise
 
-    def set_configuration(self, pool: str, configuration: Obj) -> Obj:
+    def set_configuration(
+        self, pool: str, configuration: Obj, annotations: Mapping[str, str | None] | None = None
+    ) -> Obj:
+        """``spec.configuration``, and with ``annotations`` those pool annotations (None
+        removes one) in the same write."""
         self.writes += 1
-        patch = {"spec": {"configuration": configuration}}
+        patch: Obj = {"spec": {"configuration": configuration}}
+        if annotations:
+            patch["metadata"] = {"annotations": dict(annotations)}
+        return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
+
+    def set_pool_annotation(self, pool: str, key: str, value: str | None) -> Obj:
+        """Set (or, with None, remove) one annotation on the pool."""
+        self.writes += 1
+        patch = {"metadata": {"annotations": {key: value}}}
         return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
 
     def set_status(self, pool: str, status: Obj) -> Obj:

@@ -18,16 +18,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mcd.controller.report import PoolReport
 from mcd.model.pool.pools import SelectorError, name_of, primary_pool, target_of
-from mcd.model.pool.rollout import INVALID, NODE_FAILING, PAUSED
+from mcd.model.pool.rollout import HALTED, INVALID, NODE_FAILING, PAUSED, Rollout
 from mcd.model.vocabulary import Annotation, NodeState
+
+
+class PoolReport(Protocol):
+    """What a pass reports of one pool (:class:`mcd.controller.sync.PoolReport`; not
+    imported: sync imports the drain controller, which imports these metrics)."""
+
+    name: str
+    rollout: Rollout
+    status: Obj
+
 
 Obj = dict[str, Any]
 
@@ -35,6 +44,7 @@ PAUSE_REASONS = {
     PAUSED: "paused",
     NODE_FAILING: "node-degraded",
     INVALID: "invalid-max-unavailable",
+    HALTED: "rollout-halted",
 }
 """``mcd_pool_paused{reason}``: why no node gets the target now (a rollout that waits for a
 free slot or a maintenance window is not paused)."""
@@ -137,6 +147,32 @@ def pool_rollout(
         updated_since_start=previous.updated_since_start
         + max(0, updated - previous.counts["mco_updated_machine_count"]),
     )
+
+
+PROGRESS = "RolloutProgress"
+"""The pool condition with the estimate of completion (True while there is one)."""
+
+
+@dataclass
+class Estimates:
+    """The estimate of completion for the pool's status (the same figures as the metric,
+    :func:`pool_rollout`, kept by the pass itself)."""
+
+    _figures: dict[str, PoolRollout] = field(default_factory=dict)
+
+    def note(self, report: PoolReport, target: str, members: Sequence[Mapping[str, Any]],
+             now: float) -> str:  # fmt: skip
+        """``estimated completion T (N nodes left, P per node)``, '' without one yet."""
+        figures = pool_rollout(report, target, members, {}, self._figures.get(report.name), now)
+        self._figures[report.name] = figures
+        eta = figures.eta
+        if eta is None:
+            return ""
+        pace = (figures.progress_at - figures.started_at) / max(1, figures.updated_since_start)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(eta))
+        return (
+            f"estimated completion {when} ({figures.nodes_left} nodes left, {pace:.0f}s per node)"
+        )
 
 
 class RolloutMetrics(Collector):

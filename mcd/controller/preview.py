@@ -17,6 +17,14 @@ from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.planning.applicability import HostSupport, host_support_of
 from mcd.model.planning.plan import UpdatePlan, make_plan
+from mcd.model.pool.canary import (
+    CANARY,
+    HALT_ANNOTATION,
+    HALTED,
+    POLICY_ANNOTATION,
+    PolicyError,
+    parse_policy,
+)
 from mcd.model.pool.pools import (
     NodeView,
     SelectorError,
@@ -71,6 +79,9 @@ class PoolPreview:
     window: str
     nodes: tuple[NodeRow, ...]
     render_error: str = ""
+    rollout_policy: Mapping[str, str] | None = None
+    """:func:`policy_summary`: the rollout policy, the canary's state, a halt and what
+    resumes it."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,6 +93,7 @@ class PoolPreview:
             "paused": self.paused,
             "maintenanceWindow": self.window,
             "renderError": self.render_error,
+            "rolloutPolicy": dict(self.rollout_policy or {}),
             "nodes": [n.to_json() for n in self.nodes],
         }
 
@@ -128,6 +140,7 @@ def preview_pool(
         window=_window_text(pool, window),
         nodes=tuple(rows),
         render_error=error,
+        rollout_policy=policy_summary(pool),
     )
 
 
@@ -184,6 +197,7 @@ def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
     if p.rolling_out and p.rolling_out != p.target:
         lines.append(f"Rolling out now: {p.rolling_out}")
     lines.append(f"Maintenance window: {p.window}")
+    lines += describe_policy(p.rollout_policy or {}, False)
     header = ("NODE", "CURRENT", "ACTION", "COST", "DRAIN", "REBOOT", "BATCH")
     table = [header] + [
         (
@@ -223,7 +237,7 @@ def node_pool_summary(node: Obj, pools: Sequence[Obj]) -> dict[str, str]:
     }
     if window is not None:
         summary["maintenanceWindow"] = str(window.get("message") or window.get("reason") or "")
-    return summary
+    return {**summary, **policy_summary(found)}
 
 
 def describe_pool_summary(summary: Mapping[str, str]) -> list[str]:
@@ -237,4 +251,42 @@ def describe_pool_summary(summary: Mapping[str, str]) -> list[str]:
     ]
     if "maintenanceWindow" in summary:
         lines.append(f"Window:          {summary['maintenanceWindow']}")
+    return lines + describe_policy(summary, True)
+
+
+def policy_summary(pool: Mapping[str, Any]) -> dict[str, str]:
+    """The pool's rollout policy (``rolloutPolicy``), its canary's state (``canary``) and,
+    while halted, why and what resumes it (``halted``); empty without a policy or a halt."""
+    annotations = (pool.get("metadata") or {}).get("annotations") or {}
+    conditions = (pool.get("status") or {}).get("conditions") or []
+    out: dict[str, str] = {}
+    text = annotations.get(POLICY_ANNOTATION)
+    if text is not None:
+        try:
+            out["rolloutPolicy"] = parse_policy(str(text)).describe()
+        except PolicyError as e:
+            out["rolloutPolicy"] = f"invalid: {e}"
+    canary = next((c for c in conditions if c.get("type") == CANARY), None)
+    if canary is not None:
+        out["canary"] = str(canary.get("message") or "")
+    halted = next((c for c in conditions if c.get("type") == HALTED), None)
+    if halted is not None and halted.get("status") == "True":
+        out["halted"] = str(halted.get("message") or "")
+    elif annotations.get(HALT_ANNOTATION) == target_of(pool) and target_of(pool):
+        name = name_of(pool)
+        out["halted"] = (
+            f"rollout of {target_of(pool)} halted; to resume: kubectl annotate "
+            f"machineconfigpool {name} {HALT_ANNOTATION}-"
+        )
+    return out
+
+
+def describe_policy(summary: Mapping[str, str], aligned: bool) -> list[str]:
+    """The lines of :func:`policy_summary` (``aligned``: in ``mcd status``'s column)."""
+    lines = []
+    for key, label in (("rolloutPolicy", "Rollout policy"), ("canary", "Canary"),
+                       ("halted", "Halted")):  # fmt: skip
+        if summary.get(key):
+            head = f"{label}:"
+            lines.append(f"{head:<17}{summary[key]}" if aligned else f"{head} {summary[key]}")
     return lines

@@ -8,6 +8,7 @@ API server to store, or one no node on the pool's current config could apply
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,19 @@ from typing import Any
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.model.pool.checks import reconcile_problem, size_problem
+from mcd.model.pool.history import (
+    HISTORY_ANNOTATION,
+    ROLLBACK_ANNOTATION,
+    SOURCES_ANNOTATION,
+    differ,
+    encode_history,
+    parse_history,
+    parse_pin,
+    parse_sources,
+    pinned,
+    record,
+    source_hashes,
+)
 from mcd.model.pool.pools import SelectorError, labels_of, name_of, selector_matches, selects_all
 from mcd.model.pool.render import Rendered, RenderError, render
 from mcd.model.pool.rollout import render_condition
@@ -74,7 +88,7 @@ class RenderStep:
             return pool
         error: str | None = None
         try:
-            pool = self._render(pool, configs, selector)
+            pool = self._render(pool, configs, selector, stamp)
         except (RenderError, SelectorError) as e:
             error = f"could not generate rendered MachineConfig: {e}"
             log.warning("Pool %s: %s", name, error)
@@ -86,7 +100,7 @@ class RenderStep:
         conditions = render_condition(pool, error, stamp)
         return {**pool, "status": {**(pool.get("status") or {}), "conditions": conditions}}
 
-    def _render(self, pool: Obj, configs: dict[str, Obj], selector: Any) -> Obj:
+    def _render(self, pool: Obj, configs: dict[str, Obj], selector: Any, stamp: str) -> Obj:
         name = name_of(pool)
         spec = pool.get("spec") or {}
         selected = [mc for mc in configs.values() if selector_matches(selector, labels_of(mc))]
@@ -94,7 +108,12 @@ class RenderStep:
             raise RenderError(f"no MachineConfigs found matching selector {_describe(selector)}")
         rendered = self._rendered(name, selected)
         current = str((spec.get("configuration") or {}).get("name") or "")
+        annotations = (pool.get("metadata") or {}).get("annotations") or {}
+        pin = parse_pin(annotations.get(ROLLBACK_ANNOTATION))
+        if pin is not None and pinned(pin, rendered.name) and current == pin.config:
+            return pool  # rolled back: held until the MachineConfigs change or it is cleared
         existing = configs.get(rendered.name)
+        hashes = source_hashes(selected)
         if rendered.name != current:
             key = (current, rendered.name)
             if key not in self._verdicts:
@@ -107,7 +126,11 @@ class RenderStep:
             too_large = size_problem(rendered, selected)
             if too_large:
                 raise RenderError(too_large)
-            created = self.writer.create_config(rendered.object(pool, self.version))
+            obj = rendered.object(pool, self.version)
+            obj["metadata"].setdefault("annotations", {})[SOURCES_ANNOTATION] = json.dumps(
+                hashes, sort_keys=True, separators=(",", ":")
+            )
+            created = self.writer.create_config(obj)
             if created is not None:
                 self.observe_config(created)
                 configs[rendered.name] = created
@@ -128,13 +151,38 @@ class RenderStep:
         source = [{**MC_KIND, "name": s} for s in rendered.sources]
         wanted = {"name": rendered.name, "source": source}
         if (spec.get("configuration") or {}) != wanted:
-            pool = self.writer.set_configuration(name, wanted)
+            history = parse_history(annotations.get(HISTORY_ANNOTATION))
+            if not history and current and current != rendered.name:
+                history = record(history, current, "", "before the history", "")
+            changes = differ(parse_sources(configs.get(current)), hashes)
+            change = "; ".join(changes)
+            if not current:
+                change = f"first render of {len(hashes)} MachineConfigs"
+            touched = {c.rsplit(" ", 1)[0] for c in changes}
+            by = "render (" + (_managers(selected, touched) or "MachineConfigs changed") + ")"
+            history = record(history, rendered.name, stamp, by, change)
+            notes: dict[str, str | None] = {HISTORY_ANNOTATION: encode_history(history)}
+            if pin is not None:
+                notes[ROLLBACK_ANNOTATION] = None  # the MachineConfigs changed: it is over
+            pool = self.writer.set_configuration(name, wanted, notes)
             self.observe_pool(pool)
             log.info("Pool %s: now targeting: %s", name, rendered.name)
             self.writer.event(
                 pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
             )
         return pool
+
+
+def _managers(selected: list[Obj], names: set[str]) -> str:
+    """Who last wrote the MachineConfigs named (their newest ``managedFields`` entry)."""
+    found = set()
+    for mc in selected:
+        meta = mc.get("metadata") or {}
+        fields = [f for f in meta.get("managedFields") or [] if isinstance(f, dict)]
+        if meta.get("name") in names and fields:
+            newest = max(fields, key=lambda f: str(f.get("time") or ""))
+            found.add(str(newest.get("manager") or "")[:40])
+    return ", ".join(sorted(f for f in found if f)[:3])
 
 
 def _version(obj: Obj) -> str:

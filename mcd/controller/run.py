@@ -31,6 +31,7 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.drain.forecast import DrainForecast
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
+from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.drain import DrainController
 from mcd.controller.poolalert import PoolAlertMetric
@@ -107,6 +108,7 @@ class Controller:
             drain_forecast=DrainForecast(self.kube).blocked,
             drain_released=self.drains.released,
             observe_alerts=self.pool_alert.update,
+            pod_restarts=PodRestarts(self.kube).of,
         )
         self.leading = False
         self.last_tick = time.monotonic()

@@ -23,8 +23,9 @@ from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.controller import applicability, drainorder, hygiene
 from mcd.controller.drain import DrainPolicy
+from mcd.controller.metrics import PROGRESS, Estimates
+from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.report import PoolReport
 from mcd.controller.writes import NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
@@ -32,6 +33,7 @@ from mcd.model.drain.settings import drain_settings
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.pool.canary import Gate
 from mcd.model.pool.hygiene import (
     Membership,
     membership,
@@ -84,6 +86,14 @@ class Snapshot:
 
 
 @dataclass
+class PoolReport:
+    name: str
+    rollout: Rollout
+    status: Obj
+    next_window: datetime | None = None
+
+
+@dataclass
 class Syncer:
     writer: PoolWriter
     version: str
@@ -104,6 +114,11 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
+    pod_restarts: Restarts = field(default=lambda _n: {})
+    """Node -> (container restarts, pods crash-looping) (:class:`mcd.cluster.podhealth.
+    PodRestarts`), for the pools with a rollout policy."""
+    policy_step: PolicyStep | None = None
+    estimates: Estimates = field(default_factory=Estimates)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
@@ -124,6 +139,8 @@ class Syncer:
             self.render_step = RenderStep(
                 self.writer, self.version, self.observe_config, self.observe_pool
             )
+        if self.policy_step is None:
+            self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
 
     def sync_all(self, snap: Snapshot) -> list[PoolReport]:
         """Every pool in turn; whatever one pool raises is logged and the others go on."""
@@ -149,7 +166,7 @@ class Syncer:
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         old = pool.get("status") or {}
-        assert self.render_step is not None
+        assert self.render_step is not None and self.policy_step is not None
         pool = self.render_step(pool, snap.configs, stamp)
         invalid = snap.membership.invalid.get(name)
         if invalid:
@@ -159,6 +176,8 @@ class Syncer:
             return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
+        members = {name_of(n): n for n in snap.membership.nodes_of(name)}
+        gate, policy_error = self.policy_step.gate(pool, views, members, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
             self.writer.event(
@@ -169,7 +188,7 @@ class Syncer:
             )
         else:
             latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
-            rollout = self._roll_out(pool, views, snap, window, latest)
+            rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
                 self._taint(pool, snap, latest)  # needs no taint put on and taken off
         if rollout.targets:
@@ -186,6 +205,13 @@ class Syncer:
                 stamp,
             )
         self._drain_conditions(pool, views, status["conditions"], stamp)
+        self.policy_step.report(pool, gate, policy_error, status["conditions"], stamp)
+        note = self.estimates.note(PoolReport(name, rollout, status), target_of(pool),
+                                   snap.membership.nodes_of(name), now.timestamp())  # fmt: skip
+        if note:  # a condition of its own: Updating's message keeps upstream's words
+            set_condition(status["conditions"], PROGRESS, True, "Estimated", note, stamp)
+        else:
+            status["conditions"][:] = [c for c in status["conditions"] if c.get("type") != PROGRESS]
         hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
         applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
             pool, snap.membership.nodes_of(name), snap.configs, status["conditions"], stamp
@@ -272,6 +298,8 @@ class Syncer:
         snap: Snapshot,
         window: WindowState | None,
         latest: dict[str, Mapping[str, Any]],
+        gate: Gate | None = None,
+        policy_error: str = "",
     ) -> Rollout:
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
@@ -297,6 +325,8 @@ class Syncer:
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
             drain_blocked=forecast,
             released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+            halted=bool(policy_error) or (gate is not None and gate.halted),
+            only=gate.only if gate is not None else None,
         )  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
@@ -316,6 +346,8 @@ class Syncer:
             written.append(node)
             log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
 
+        assert self.policy_step is not None
+        self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
         self._writes.each(write, list(rollout.targets), targeted)
         rollout = replace(rollout, targets=tuple(written))
         if len(rollout.targets) == 1:

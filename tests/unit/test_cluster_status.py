@@ -179,3 +179,19 @@ def test_prometheus_without_cluster_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["status", "--prometheus", "http://127.0.0.1:9"])
     assert result.exit_code == 64
     assert "--prometheus needs --cluster" in result.output
+
+
+def test_a_pool_its_rollout_policy_halted_says_what_resumes_it() -> None:
+    nodes = [node("a", "r2", "r2"), node("b", "r1", "r1")]
+    p = pool(nodes)
+    message = "Rollout of r2 halted: 1 unhealthy updated nodes (a: health gate failed (app))"
+    set_condition(p["status"]["conditions"], "RolloutHalted", True, "UnhealthyNodes", message,
+                  STAMP)  # fmt: skip
+    report = fleet_report([p], nodes, NOW)
+    assert names(report) == ["MCDPoolRolloutHalted"]
+    assert report.pools[0].stopped == "rollout-halted"
+    assert report.next_step.startswith(
+        "kubectl describe mcp worker   (RolloutHalted names the nodes and why; when fixed: "
+        "kubectl annotate mcp worker mcd-project.github.io/rollout-halted-;"
+    )
+    assert f"worker: RolloutHalted: {message}" in render(report, NOW)

@@ -28,12 +28,35 @@ class Writer:
         self.calls.append(("create", obj["metadata"]["name"], obj))
         return obj
 
-    def set_configuration(self, pool: str, configuration: Obj) -> Obj:
+    def set_configuration(
+        self, pool: str, configuration: Obj, annotations: dict[str, str | None] | None = None
+    ) -> Obj:
         self.calls.append(("configuration", pool, configuration))
         updated = dict(self.pools[pool])
         updated["spec"] = {**updated["spec"], "configuration": configuration}
+        if annotations:
+            self._annotate(updated, annotations)
         self.pools[pool] = updated
         return updated
+
+    def set_pool_annotation(self, pool: str, key: str, value: str | None) -> Obj:
+        self.calls.append(("annotation", pool, (key, value)))
+        updated = dict(self.pools[pool])
+        self._annotate(updated, {key: value})
+        self.pools[pool] = updated
+        return updated
+
+    @staticmethod
+    def _annotate(obj: Obj, annotations: dict[str, str | None]) -> None:
+        meta = dict(obj.get("metadata") or {})
+        current = dict(meta.get("annotations") or {})
+        for key, value in annotations.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        meta["annotations"] = current
+        obj["metadata"] = meta
 
     def set_status(self, pool: str, status: Obj) -> Obj:
         self.calls.append(("status", pool, status))

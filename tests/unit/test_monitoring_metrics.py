@@ -19,8 +19,8 @@ from mcd.agent.safety.gauges import watch_node
 from mcd.agent.safety.owed import OWED
 from mcd.agent.safety.trymode import TRY_STATE
 from mcd.controller.metrics import PoolRollout, RolloutMetrics, pool_rollout
-from mcd.controller.report import PoolReport
 from mcd.controller.service import ControllerMetrics
+from mcd.controller.sync import PoolReport
 from mcd.host.rootfs import Root
 from mcd.model.planning.plan import make_plan
 from mcd.model.pool.rollout import NO_CAPACITY, NODE_FAILING, PAUSED, Rollout

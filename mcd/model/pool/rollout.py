@@ -39,6 +39,10 @@ NODE_FAILING = "degraded"
 NO_CAPACITY = "capacity"
 WINDOW = "window"
 INVALID = "invalid"
+HALTED = "halted"
+"""The pool's rollout policy halted it (:mod:`mcd.model.pool.canary`)."""
+CANARY_WAVE = "canary"
+"""Only the canary wave may get the target now (it updates or soaks)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ def plan_rollout(
     rebootless_anytime: bool = True,
     drain_blocked: Mapping[str, str] | None = None,
     released: Collection[str] = (),
+    halted: bool = False,
+    only: Collection[str] | None = None,
 ) -> Rollout:
     """The nodes to move to the pool's target config now.
 
@@ -84,7 +90,8 @@ def plan_rollout(
     an invalid ``maxUnavailable`` stops the rollout with ``error`` set. Drain-aware order:
     nodes whose drain a budget would block now (``drain_blocked``) come after the others
     (upstream order within each group); nodes whose drain timed out (``released``) are
-    taken only once no other node waits.
+    taken only once no other node waits. ``halted`` (the rollout policy halted the pool)
+    stops the rollout like ``paused``; ``only`` limits the candidates to a canary wave.
     """
     target = target_of(pool)
     if not target:
@@ -94,6 +101,8 @@ def plan_rollout(
     waiting = tuple(n.name for n in upstream_order(need))
     if spec.get("paused"):
         return Rollout(waiting=waiting, blocked=PAUSED)
+    if halted:
+        return Rollout(waiting=waiting, blocked=HALTED)
     try:
         limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
     except ValueError as e:
@@ -106,6 +115,10 @@ def plan_rollout(
     # Upstream: nodes failing this config count against availability too.
     capacity -= sum(1 for n in nodes if n.desired == target and n.failing)
     candidates = [n for n in need if n.schedulable_and_ready]
+    outside_wave = False
+    if only is not None:
+        outside_wave = any(n.name not in only for n in candidates)
+        candidates = [n for n in candidates if n.name in only]
     held: list[str] = []
     if window is not None and not window.open:
         allowed = []
@@ -123,6 +136,8 @@ def plan_rollout(
     blocked = ""
     if not chosen and held:
         blocked = WINDOW
+    elif not chosen and outside_wave:
+        blocked = CANARY_WAVE
     return Rollout(
         targets=tuple(n.name for n in chosen),
         waiting=tuple(w for w in waiting if w not in chosen_names),
@@ -227,6 +242,8 @@ def calculate_status(
                 message += f"; stopped: {rollout.error}"
             elif rollout is not None and rollout.blocked == NODE_FAILING:
                 message += f"; stopped: {', '.join(rollout.failing)} failed to apply it"
+            elif rollout is not None and rollout.blocked == HALTED:
+                message += "; halted by the rollout policy (see RolloutHalted)"
             elif rollout is not None and rollout.held and window is not None:
                 message += (
                     f"; {len(rollout.held)} nodes wait for the maintenance window "

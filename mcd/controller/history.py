@@ -1,0 +1,165 @@
+"""``mcd history``, ``mcd rollback`` and ``mcd prune`` against the API server (the rules are
+:mod:`mcd.model.pool.history`): a pool's revisions, pointing a pool back at an earlier
+rendered config (the controller then rolls it out at the pool's pace, canary and halt
+included), and removing the rendered configs nothing uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
+from mcd.cluster.configs import MACHINECONFIGS
+from mcd.cluster.pools import NODES, POOLS
+from mcd.model.pool.history import (
+    HISTORY_ANNOTATION,
+    ROLLBACK_ANNOTATION,
+    Pin,
+    Revision,
+    differ,
+    encode_history,
+    encode_pin,
+    in_use,
+    parse_history,
+    parse_pin,
+    parse_sources,
+    prunable,
+    record,
+)
+from mcd.model.pool.pools import target_of
+from mcd.model.pool.render import GENERATED_BY
+from mcd.model.vocabulary import Annotation
+
+MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
+
+
+class RollbackError(ValueError):
+    """A rollback that cannot be done; the text says why."""
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def revisions(pool: Obj) -> list[Revision]:
+    return parse_history(_annotations(pool).get(HISTORY_ANNOTATION))
+
+
+def describe_history(pool: Obj) -> str:
+    """``kubectl rollout history``'s table, the pool's target marked."""
+    rows = revisions(pool)
+    target = target_of(pool)
+    pin = parse_pin(_annotations(pool).get(ROLLBACK_ANNOTATION))
+    table = [("REVISION", "CONFIG", "TIME", "BY", "CHANGE")]
+    for r in rows:
+        mark = " (target)" if r.config == target else ""
+        table.append(
+            (str(r.revision), r.config + mark, r.time or "-", r.by or "-", r.change or "-")
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)), row[4]])
+             for row in table]  # fmt: skip
+    if not rows:
+        lines.append("(no revisions recorded yet)")
+    if pin is not None and pin.config == target:
+        lines.append(
+            f"Rolled back to {pin.config}: held while the MachineConfigs render to "
+            f"{pin.rendered}; a MachineConfig change, or removing the annotation "
+            f"{ROLLBACK_ANNOTATION}, ends it"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Rollback:
+    pool: str
+    revision: int
+    config: str
+    previous: str
+    differs: tuple[str, ...]
+
+    def describe(self) -> str:
+        what = "; ".join(self.differs) or "no MachineConfig differs"
+        return (
+            f"Pool {self.pool}: rolling back from {self.previous} to {self.config} "
+            f"(revision {self.revision}); MachineConfigs that differ: {what}. The controller "
+            f"rolls it out at the pool's pace; the pool stays on it until a MachineConfig "
+            f"changes or: kubectl annotate machineconfigpool {self.pool} {ROLLBACK_ANNOTATION}-\n"
+        )
+
+
+def rollback(kube: Kube, pool_name: str, to_revision: int | None, by: str, now: str) -> Rollback:
+    """Point the pool at an earlier revision's rendered config (default: the one before
+    the target) and pin it there (:class:`mcd.model.pool.history.Pin`)."""
+    pool = kube.request("GET", f"{POOLS}/{pool_name}")
+    history = revisions(pool)
+    current = target_of(pool)
+    if to_revision is None:
+        earlier = [r for r in history if r.config != current]
+        if not earlier:
+            raise RollbackError(f"pool {pool_name} has no earlier revision to roll back to")
+        chosen = earlier[-1]
+    else:
+        found = [r for r in history if r.revision == to_revision]
+        if not found:
+            known = ", ".join(str(r.revision) for r in history) or "none"
+            raise RollbackError(
+                f"pool {pool_name} has no revision {to_revision} (revisions: {known})"
+            )
+        chosen = found[0]
+    if chosen.config == current:
+        raise RollbackError(
+            f"pool {pool_name} already targets {current} (revision {chosen.revision})"
+        )
+    try:
+        old = kube.request("GET", f"{MACHINECONFIGS}/{chosen.config}")
+    except ApiError as e:
+        if e.status == 404:
+            raise RollbackError(
+                f"rendered MachineConfig {chosen.config} of revision {chosen.revision} no "
+                "longer exists; cannot roll back to it"
+            ) from None
+        raise
+    now_doc = None
+    if current:
+        try:
+            now_doc = kube.request("GET", f"{MACHINECONFIGS}/{current}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+    old_sources = parse_sources(old)
+    differs = differ(parse_sources(now_doc), old_sources)
+    pin = parse_pin(_annotations(pool).get(ROLLBACK_ANNOTATION))
+    fresh = pin.rendered if pin is not None else current
+    change = f"rollback to revision {chosen.revision}: " + ("; ".join(differs) or "nothing")
+    history = record(history, chosen.config, now, by, change)
+    source = [{**MC_KIND, "name": s} for s in sorted(old_sources or {})]
+    patch = {
+        "metadata": {"annotations": {
+            ROLLBACK_ANNOTATION: encode_pin(Pin(chosen.config, fresh)),
+            HISTORY_ANNOTATION: encode_history(history),
+        }, "resourceVersion": (pool.get("metadata") or {}).get("resourceVersion")},
+        "spec": {"configuration": {"name": chosen.config, "source": source}},
+    }  # fmt: skip
+    kube.request("PATCH", f"{POOLS}/{pool_name}", body=patch, content_type=MERGE_PATCH)
+    return Rollback(pool_name, chosen.revision, chosen.config, current, tuple(differs))
+
+
+def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> tuple[list[str], int]:
+    """The rendered configs nothing uses and older than ``grace`` (deleted with ``apply``),
+    and how many rendered configs are kept."""
+    configs = kube.request("GET", MACHINECONFIGS).get("items") or []
+    pools = kube.request("GET", POOLS).get("items") or []
+    nodes = kube.request("GET", NODES).get("items") or []
+    keys = (Annotation.CURRENT_CONFIG, Annotation.DESIRED_CONFIG)
+    used = in_use(pools, nodes, keys)
+    gone = prunable(configs, used, now, grace, GENERATED_BY)
+    rendered = sum(1 for c in configs if _annotations(c).get(GENERATED_BY))
+    if apply:
+        for name in gone:
+            try:
+                kube.request("DELETE", f"{MACHINECONFIGS}/{name}")
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+    return gone, rendered - len(gone)

@@ -1,0 +1,173 @@
+"""A pool's rollout policy in the controller's pass (:mod:`mcd.model.pool.canary`): read the
+annotation, measure the nodes given the target (health gate verdicts from the Node
+annotations, pod restarts from the API server), decide, and say so on the pool (conditions
+``RolloutPolicy``, ``Canary``, ``RolloutHalted``, the halt annotation and a Warning Event
+naming the nodes and why).
+
+The restarts each node had when it was given the target are kept in memory: after a
+controller restart the first count seen is the baseline (never a halt for restarts that
+happened before)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mcd.cluster.api import ApiError
+from mcd.cluster.pools import PoolWriter
+from mcd.model.node.health import STATE_ANNOTATION, describe_state
+from mcd.model.pool.canary import (
+    CANARY,
+    HALT_ANNOTATION,
+    HALTED,
+    POLICY_ANNOTATION,
+    ROLLOUT_POLICY,
+    WAVE,
+    Gate,
+    Policy,
+    PolicyError,
+    crash_verdict,
+    decide,
+    parse_policy,
+    unhealthy_nodes,
+)
+from mcd.model.pool.pools import NodeView, labels_of, name_of, target_of
+from mcd.model.pool.rollout import condition, set_condition
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Restarts = Callable[[Collection[str]], Mapping[str, tuple[int, tuple[str, ...]]]]
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+@dataclass
+class PolicyStep:
+    writer: PoolWriter
+    restarts: Restarts = field(default=lambda _n: {})
+    observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
+    _baselines: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def policy(self, pool: Mapping[str, Any]) -> tuple[Policy | None, str]:
+        text = _annotations(pool).get(POLICY_ANNOTATION)
+        if text is None:
+            return None, ""
+        try:
+            return parse_policy(str(text)), ""
+        except PolicyError as e:
+            return None, str(e)
+
+    def gate(
+        self,
+        pool: Mapping[str, Any],
+        views: list[NodeView],
+        nodes: Mapping[str, Mapping[str, Any]],
+        now: datetime,
+    ) -> tuple[Gate | None, str]:
+        """The policy's verdict (None without a usable policy) and the policy error ('')."""
+        policy, error = self.policy(pool)
+        if policy is None:
+            return None, error
+        target = target_of(pool)
+        given = [v.name for v in views if v.desired == target and target]
+        gate_failed: dict[str, str] = {}
+        for name in given:
+            state = describe_state(str(_annotations(nodes.get(name) or {}).get(STATE_ANNOTATION)))
+            if state and state.get("result") == "failed" and state.get("config") == target:
+                gate_failed[name] = state.get("check", "")
+        crashing: dict[str, str] = {}
+        rolling = any(v.desired != target for v in views)  # nothing left to protect: no lists
+        measured = self.restarts(given) if given and rolling else {}
+        for name, (count, looping) in measured.items():
+            baseline = self._baselines.setdefault((name, target), count)
+            verdict = crash_verdict(baseline, count, looping, policy.crash_restarts)
+            if verdict:
+                crashing[name] = verdict
+        unhealthy = unhealthy_nodes(views, target, gate_failed, crashing)
+        conditions = (pool.get("status") or {}).get("conditions") or []
+        soaking = condition(conditions, CANARY)
+        soak_since = None
+        if soaking and soaking.get("status") == "True":
+            soak_since = _parse_time(soaking.get("lastTransitionTime"))
+        labels = {n: labels_of(obj) for n, obj in nodes.items()}
+        gate = decide(
+            policy, views, target, unhealthy, labels=labels,
+            halted_for=str(_annotations(pool).get(HALT_ANNOTATION) or ""),
+            soak_since=soak_since, now=now,
+        )  # fmt: skip
+        return gate, ""
+
+    def targeted(self, pool: Mapping[str, Any], nodes: Collection[str]) -> None:
+        """Record the restarts of the nodes given the target now (their baseline)."""
+        if not nodes or self.policy(pool)[0] is None:
+            return
+        target = target_of(pool)
+        for name, (count, _looping) in self.restarts(nodes).items():
+            self._baselines[(name, target)] = count
+        if len(self._baselines) > 100_000:
+            self._baselines.clear()
+
+    def report(
+        self, pool: Obj, gate: Gate | None, error: str, conditions: list[Obj], stamp: str
+    ) -> None:
+        """The conditions, the halt annotation and the Event for this pass."""
+        name, target = name_of(pool), target_of(pool)
+        policy, _ = self.policy(pool)
+        if error:
+            set_condition(conditions, ROLLOUT_POLICY, False, "InvalidPolicy",
+                          f"{error}; the pool is halted until it is fixed", stamp)  # fmt: skip
+        elif policy is not None:
+            set_condition(conditions, ROLLOUT_POLICY, True, "PolicySet", policy.describe(), stamp)
+        else:
+            _drop(conditions, ROLLOUT_POLICY)
+        if gate is None or not gate.phase:
+            _drop(conditions, CANARY)
+        else:
+            set_condition(conditions, CANARY, gate.phase != WAVE, gate.phase,
+                          gate.canary_message(target), stamp)  # fmt: skip
+        halted_for = str(_annotations(pool).get(HALT_ANNOTATION) or "")
+        if gate is not None and gate.halted:
+            message = gate.halt_message(target, name)
+            before = condition(conditions, HALTED)
+            fresh = before is None or before.get("status") != "True"
+            if gate.newly_halted or fresh:  # a halt that stands keeps its first message
+                set_condition(conditions, HALTED, True, "UnhealthyNodes", message, stamp)
+                self.writer.event(pool, HALTED, message, warning=True)
+            if gate.newly_halted:
+                self._annotate(name, target)
+            return
+        if error:
+            set_condition(conditions, HALTED, True, "InvalidPolicy", error, stamp)
+            return
+        if halted_for and (halted_for != target or gate is None):  # a new rollout, or no policy
+            self._annotate(name, None)
+        before = condition(conditions, HALTED)
+        if before is not None:
+            set_condition(conditions, HALTED, False, "Resumed", "", stamp)
+
+    def _annotate(self, pool: str, value: str | None) -> None:
+        try:
+            written = self.writer.set_pool_annotation(pool, HALT_ANNOTATION, value)
+        except ApiError as e:  # the next pass tries again
+            log.warning("Pool %s: could not write %s: %s", pool, HALT_ANNOTATION, e)
+            return
+        self.observe_pool(written)
+
+
+def _drop(conditions: list[Obj], kind: str) -> None:
+    conditions[:] = [c for c in conditions if c.get("type") != kind]
