@@ -12,7 +12,9 @@ from typing import Any
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.events import event_body
+from mcd.cluster.policies import irreconcilable_overrides
 from mcd.model.drain.budgets import DRAIN_RELEASED
+from mcd.model.planning.reconcile import Overrides
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,10 @@ class PoolWriter:
             if e.status == 409:
                 return None
             raise
+
+    def irreconcilable_overrides(self) -> Overrides:
+        """The irreconcilable changes MachineConfiguration/cluster allows (none without it)."""
+        return irreconcilable_overrides(self.kube)
 
     def delete_config(self, name: str) -> None:
         self.writes += 1
