@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
-from mcd.controller import applicability, drainorder, hygiene
+from mcd.controller import applicability, drainorder, hygiene, synchronizers
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import NodeWrites
@@ -111,6 +111,7 @@ class Syncer:
     observe_alerts: Callable[[Mapping[str, int]], None] = field(default=lambda _a: None)
     """``mcc_pool_alert`` per node (:class:`mcd.controller.poolalert.PoolAlertMetric`)."""
     render_step: RenderStep | None = None
+    pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
@@ -197,6 +198,7 @@ class Syncer:
         applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
             pool, snap.membership.nodes_of(name), snap.configs, status["conditions"], stamp
         )
+        status = self.pinned(self.writer, pool, snap.membership.nodes_of(name), status)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
