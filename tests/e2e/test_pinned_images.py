@@ -153,6 +153,9 @@ def test_pinned_images_are_pulled_pinned_and_reported_and_failures_say_why(
     )
     reloads = [c for c in node.bus.calls("ReloadUnit") if "crio.service" in json.dumps(c)]
     assert len(reloads) == 1
+    # the sets, then Degraded, are two writes (an earlier failed try may have set Degraded)
+    node.wait_for(lambda: _conditions(kube_cluster, node)["PinnedImageSetsDegraded"]["status"]
+                  == "False", 10, "Degraded False once pinned")  # fmt: skip
     conditions = _conditions(kube_cluster, node)
     progressing = conditions["PinnedImageSetsProgressing"]
     assert (progressing["status"], progressing["reason"], progressing["message"]) == (
