@@ -14,6 +14,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from mcd.agent.report.metrics import Metrics
+from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.service import ControllerMetrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +44,9 @@ MISSING = (
 def exported_names() -> set[str]:
     """Every sample name a scrape of an agent or the controller can show."""
     names: set[str] = set()
-    registries: list[CollectorRegistry] = [Metrics().registry, ControllerMetrics().registry]
+    controller = ControllerMetrics()
+    PoolAlertMetric(controller.registry)  # registered beside it, as mcd.controller.run does
+    registries: list[CollectorRegistry] = [Metrics().registry, controller.registry]
     for registry in registries:
         for family in registry.collect():
             names.add(family.name)

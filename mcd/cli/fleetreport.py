@@ -45,6 +45,7 @@ ALERTS = {
     "MCDPivotError": "mcdpivoterror",
     "KubeletHealthState": "kubelethealthstate",
     "MCCDrainError": "mccdrainerror",
+    "MCCPoolAlert": "mccpoolalert",
     "MCDRolloutNoProgress": "mcdrolloutnoprogress",
     "MCDPoolRolloutHalted": "mcdpoolrollouthalted",
     "MCDPoolPaused": "mcdpoolpaused",

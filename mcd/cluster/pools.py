@@ -12,8 +12,10 @@ from typing import Any
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
 from mcd.cluster.configs import MACHINECONFIGS
-from mcd.cluster.events import event_body
+from mcd.cluster.events import default_namespace, event_body
+from mcd.cluster.policies import irreconcilable_overrides
 from mcd.model.drain.budgets import DRAIN_RELEASED
+from mcd.model.planning.reconcile import Overrides
 from mcd.model.vocabulary import Annotation
 
 log = logging.getLogger(__name__)
@@ -21,11 +23,6 @@ log = logging.getLogger(__name__)
 POOLS = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools"
 NODES = "/api/v1/nodes"
 SOURCE_COMPONENT = "machineconfigcontroller-nodecontroller"
-
-
-EVENT_NAMESPACE = "default"
-"""Pools are cluster-scoped: the API server takes their Events only in ``default`` (as
-client-go's recorder puts them), never in the controller's own namespace."""
 
 
 NODE_ANNOTATIONS = ("machineconfiguration.openshift.io/", "mcd-project.github.io/")
@@ -54,7 +51,10 @@ def node_fields(node: Obj) -> Obj:
 class PoolWriter:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self.event_namespace = EVENT_NAMESPACE
+        self.event_namespace = default_namespace()
+        """Where Events about pools go: the controller's own namespace, as upstream's render
+        and node controllers record them through ``NamespacedEventRecorder`` (the agent's
+        rule, :func:`mcd.cluster.events.default_namespace`)."""
         self.writes = 0
 
     def create_config(self, obj: Obj) -> Obj | None:
@@ -66,6 +66,10 @@ class PoolWriter:
             if e.status == 409:
                 return None
             raise
+
+    def irreconcilable_overrides(self) -> Overrides:
+        """The irreconcilable changes MachineConfiguration/cluster allows (none without it)."""
+        return irreconcilable_overrides(self.kube)
 
     def delete_config(self, name: str) -> None:
         self.writes += 1
@@ -137,6 +141,8 @@ class PoolWriter:
             "name": meta.get("name", ""),
             "uid": meta.get("uid", ""),
         }
+        if self.event_namespace != "default":  # upstream ensureEventNamespace; the API server
+            involved["namespace"] = self.event_namespace  # wants the Event's namespace here
         body = event_body(
             involved, reason, message, warning, self.event_namespace, SOURCE_COMPONENT
         )

@@ -31,12 +31,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Protocol
+
+from prometheus_client import Gauge
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.drain.evict import Evictor
 from mcd.cluster.drain.nodes import DrainNodeWriter
 from mcd.cluster.node import annotations_of
-from mcd.controller.service import ControllerMetrics
 from mcd.model.drain.cadence import (
     DRAIN_FAILED,
     THRESHOLD_EXCEEDED,
@@ -81,11 +83,19 @@ class DrainPolicy:
     release: bool = False
 
 
+class DrainMetrics(Protocol):
+    """What the drain controller sets (:class:`mcd.controller.service.ControllerMetrics`)."""
+
+    drain_err: Gauge
+
+    def clear_drain_err(self, node: str) -> None: ...
+
+
 class DrainController:
     def __init__(
         self,
         kube: Kube,
-        metrics: ControllerMetrics,
+        metrics: DrainMetrics,
         latest: Callable[[str], Obj | None],
         wake: Callable[[], None] = lambda: None,
         observe: Callable[[Obj], None] = lambda _node: None,

@@ -3,19 +3,23 @@
 ``spec.configuration`` at it. Any refusal is ``RenderDegraded`` on that pool and it keeps
 its previous target: an invalid selector or config, a rendered config too large for the
 API server to store, or one no node on the pool's current config could apply
-(:mod:`mcd.model.pool.checks`)."""
+(:mod:`mcd.model.pool.checks`), unless ``MachineConfiguration.spec.
+irreconcilableValidationOverrides`` allows that change (as upstream's
+``generateAndValidateRenderedMachineConfig``)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
+from mcd.model.planning.reconcile import Overrides
 from mcd.model.pool.checks import reconcile_problem, size_problem
 from mcd.model.pool.history import (
     HISTORY_ANNOTATION,
@@ -37,6 +41,8 @@ from mcd.model.pool.rollout import render_condition
 log = logging.getLogger(__name__)
 
 MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
+OVERRIDES_FRESH = 10.0
+"""Seconds the overrides read from MachineConfiguration/cluster are used before reading again."""
 
 
 @dataclass
@@ -45,9 +51,11 @@ class RenderStep:
     version: str
     observe_config: Callable[[Obj], None] = field(default=lambda _o: None)
     observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
-    _verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(current target, new rendered name) -> the reconcilability refusal ('' = none), so
-    a refused render costs one check, not one per pass."""
+    clock: Callable[[], float] = field(default=time.monotonic)
+    _verdicts: dict[tuple[str, str, Overrides], str] = field(default_factory=dict)
+    """(current target, new rendered name, overrides) -> the reconcilability refusal ('' =
+    none), so a refused render costs one check, not one per pass."""
+    _overrides: tuple[float, Overrides] | None = None
     _renders: dict[tuple[str, tuple[tuple[str, str], ...]], Rendered | RenderError] = field(
         default_factory=dict
     )
@@ -115,11 +123,12 @@ class RenderStep:
         existing = configs.get(rendered.name)
         hashes = source_hashes(selected)
         if rendered.name != current:
-            key = (current, rendered.name)
+            allowed = self._allowed()
+            key = (current, rendered.name, allowed)
             if key not in self._verdicts:
                 inputs = copy.deepcopy(selected)  # the checks render again: on copies
                 self._verdicts = {key: reconcile_problem(configs.get(current), name, inputs,
-                                                         rendered)}  # fmt: skip
+                                                         rendered, allowed)}  # fmt: skip
             if self._verdicts[key]:
                 raise RenderError(self._verdicts[key])
         if existing is None:
@@ -171,6 +180,23 @@ class RenderStep:
                 pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
             )
         return pool
+
+    def _allowed(self) -> Overrides:
+        """The cluster's irreconcilable overrides, read again after ``OVERRIDES_FRESH``
+        seconds; none where MachineConfiguration/cluster does not exist or may not be read
+        (refusing more, never less). Other API errors fail the pass and it is retried."""
+        now = self.clock()
+        if self._overrides is not None and now - self._overrides[0] < OVERRIDES_FRESH:
+            return self._overrides[1]
+        try:
+            found = self.writer.irreconcilable_overrides()
+        except ApiError as e:
+            if e.status != 403:
+                raise
+            log.warning("Cannot read MachineConfiguration/cluster (%s): no overrides", e.status)
+            found = Overrides()
+        self._overrides = (now, found)
+        return found
 
 
 def _managers(selected: list[Obj], names: set[str]) -> str:

@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
-from mcd.controller import applicability, drainorder, hygiene
+from mcd.controller import drainorder
+from mcd.controller.conditions import applicability, hygiene, synchronizers
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
@@ -119,6 +120,7 @@ class Syncer:
     PodRestarts`), for the pools with a rollout policy."""
     policy_step: PolicyStep | None = None
     estimates: Estimates = field(default_factory=Estimates)
+    pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
 
@@ -216,6 +218,7 @@ class Syncer:
         applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
             pool, snap.membership.nodes_of(name), snap.configs, status["conditions"], stamp
         )
+        status = self.pinned(self.writer, pool, snap.membership.nodes_of(name), status)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)
@@ -350,18 +353,11 @@ class Syncer:
         self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
         self._writes.each(write, list(rollout.targets), targeted)
         rollout = replace(rollout, targets=tuple(written))
-        if len(rollout.targets) == 1:
-            self.writer.event(
-                pool,
-                "SetDesiredConfig",
-                f"Targeted node {rollout.targets[0]} to MachineConfig: {target}",
-            )
-        elif rollout.targets:
-            self.writer.event(
-                pool,
-                "SetDesiredConfig",
-                f"Set target for {len(rollout.targets)} nodes to MachineConfig: {target}",
-            )
+        if rollout.targets:  # upstream's two texts
+            one = len(rollout.targets) == 1
+            head = f"Targeted node {rollout.targets[0]}" if one else (
+                f"Set target for {len(rollout.targets)} nodes")  # fmt: skip
+            self.writer.event(pool, "SetDesiredConfig", f"{head} to MachineConfig: {target}")
         return rollout
 
 

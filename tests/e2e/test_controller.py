@@ -544,12 +544,15 @@ def test_controller_rbac_is_exactly_what_it_uses(
 ) -> None:
     """Every request the controller makes while it renders, rolls out, drains and reports (Lease,
     informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
-    evictions, the MachineConfigNode of a blocked drain, lastAppliedDrain, Events) is allowed by
+    evictions, the MachineConfigNode of a blocked drain, the MachineConfigNodes of a pool naming
+    PinnedImageSets, MachineConfiguration's overrides, lastAppliedDrain, Events) is allowed by
     daemonset/05-controller-rbac.yaml, and every rule there is used."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
     cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
-    create_pool(cluster, pool("worker", ["worker"], "worker"))
+    pinned = pool("worker", ["worker"], "worker")  # PinnedImageSets: MachineConfigNodes listed
+    pinned["spec"]["pinnedImageSets"] = [{"name": "pins"}]
+    create_pool(cluster, pinned)
     ctl = ControllerProc(cluster, tmp_path, "a", ns).start()
     try:
         first = rendered(cluster, "worker", ctl)

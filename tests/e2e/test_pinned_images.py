@@ -3,19 +3,28 @@
 images of the sets the node's pool names are pulled over the node's CRI socket, pinned in
 ``/etc/crio/crio.conf.d/50-pinned-images`` with a reload of CRI-O, and reported on the
 MachineConfigNode as upstream's ``PinnedImageSetManager`` does; a failed pull, a full disk and
-too little allocatable storage are reported as upstream reports them."""
+too little allocatable storage are reported as upstream reports them; the controller's pass
+rolls the node's progress up into the pool's ``status.poolSynchronizersStatus``. Also on a real
+kube-apiserver, with daemonset/04's MachineConfigPool CRD (upstream's ``spec.pinnedImageSets``
+and ``status.poolSynchronizersStatus``) and daemonset/10's PinnedImageSet CRD."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from mcd.cluster.api import ApiError
+from mcd.cluster.pools import PoolWriter
+from mcd.controller.sync import Snapshot, Syncer
 from mcd.model.node.pinned import CRIO_DROPIN
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.harness import AgentNode
+from tests.e2e.controller_harness import wait
+from tests.e2e.harness import REPO, AgentNode
 from tests.e2e.scenarios import boot_on
 from tests.e2e.test_machineconfignode import MCN
 from tests.fakes import cri
@@ -28,11 +37,51 @@ IMAGE_A = "quay.io/openshift/pinned-a@sha256:" + "a" * 64
 IMAGE_B = "quay.io/openshift/pinned-b@sha256:" + "b" * 64
 IMAGE_C = "quay.io/openshift/pinned-c@sha256:" + "c" * 64
 IMAGE_D = "quay.io/openshift/pinned-d@sha256:" + "d" * 64
+CRDS = ("04-machineconfigpool-crd.yaml", "10-pinnedimageset-crd.yaml")
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def _setup(node: AgentNode, cluster: TestCluster, tmp_path: Path) -> tuple[str, Path]:
+@pytest.fixture(autouse=True)
+def _crds(kube_cluster: TestCluster) -> Iterator[None]:
+    """On a real cluster: daemonset/04 and daemonset/10 as shipped (replacing an older copy),
+    established before the test (the fake serves both built in)."""
+    if kube_cluster.fake is None:
+        kube = kube_cluster.kube
+        for file in CRDS:
+            doc = yaml.safe_load((REPO / "daemonset" / file).read_text())
+            path = f"{CRD_PATH}/{doc['metadata']['name']}"
+            try:
+                kube.request("POST", CRD_PATH, body=doc)
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+                version = kube.request("GET", path)["metadata"]["resourceVersion"]
+                doc["metadata"]["resourceVersion"] = version
+                kube.request("PUT", path, body=doc)
+            wait(lambda p=path: any(  # type: ignore[misc]
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (kube.request("GET", p).get("status") or {}).get("conditions") or []
+            ), 30, f"CRD {file} established")  # fmt: skip
+    yield
+
+
+def _pool_pass(cluster: TestCluster, pool: str, node: AgentNode) -> Obj:
+    """One pass of the controller over the pool (in process, a fresh listing of the
+    MachineConfigNodes); the pool's ``PinnedImageSets`` synchronizer status as written."""
+    kube = cluster.kube
+    objs = [kube.request("GET", f"{API}/machineconfigpools/{pool}")]
+    nodes = [kube.request("GET", f"/api/v1/nodes/{node.name}")]
+    Syncer(PoolWriter(kube), "0.1.0").sync_all(Snapshot(objs, {}, nodes))
+    status = kube.request("GET", f"{API}/machineconfigpools/{pool}").get("status") or {}
+    [found] = status["poolSynchronizersStatus"]
+    assert found["poolSynchronizerType"] == "PinnedImageSets"
+    assert found["machineCount"] == status["machineCount"] == 1
+    return dict(found)
+
+
+def _setup(node: AgentNode, cluster: TestCluster, tmp_path: Path) -> tuple[str, Path, str]:
     """A custom pool for the node naming one PinnedImageSet (images A and B), room on the
-    node, and the CRI stand-in; returns the set's name and the CRI state file."""
+    node, and the CRI stand-in; returns the set's name, the CRI state file and the pool."""
     role = cluster.name("pin")
     kube = cluster.kube
     kube.request("PATCH", f"/api/v1/nodes/{node.name}", body={
@@ -62,7 +111,7 @@ def _setup(node: AgentNode, cluster: TestCluster, tmp_path: Path) -> tuple[str, 
         MCD_PINNED_IMAGES_INTERVAL="0.2",
         MCD_PINNED_IMAGES_RETRY_SCALE="0.001",
     )
-    return name, state
+    return name, state, role
 
 
 def _mcn(cluster: TestCluster, node: AgentNode) -> Obj:
@@ -85,15 +134,11 @@ def _bump(cluster: TestCluster, name: str, images: list[str]) -> None:
         "spec": {"pinnedImages": [{"name": i} for i in images]}}, content_type=MERGE)  # fmt: skip
 
 
-@pytest.mark.fake_only(
-    "daemonset/04's MachineConfigPool CRD has no spec.pinnedImageSets yet (a real API server "
-    "prunes it); the PinnedImageSet CRD is daemonset/10"
-)
 def test_pinned_images_are_pulled_pinned_and_reported_and_failures_say_why(
     make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
 ) -> None:
     node = make_node(fake_systemd=True)
-    name, state = _setup(node, kube_cluster, tmp_path)
+    name, state, pool = _setup(node, kube_cluster, tmp_path)
     boot_on(node, kube_cluster)
 
     # pulled, pinned, reported
@@ -108,6 +153,9 @@ def test_pinned_images_are_pulled_pinned_and_reported_and_failures_say_why(
     )
     reloads = [c for c in node.bus.calls("ReloadUnit") if "crio.service" in json.dumps(c)]
     assert len(reloads) == 1
+    # the sets, then Degraded, are two writes (an earlier failed try may have set Degraded)
+    node.wait_for(lambda: _conditions(kube_cluster, node)["PinnedImageSetsDegraded"]["status"]
+                  == "False", 10, "Degraded False once pinned")  # fmt: skip
     conditions = _conditions(kube_cluster, node)
     progressing = conditions["PinnedImageSetsProgressing"]
     assert (progressing["status"], progressing["reason"], progressing["message"]) == (
@@ -115,6 +163,7 @@ def test_pinned_images_are_pulled_pinned_and_reported_and_failures_say_why(
     degraded = conditions["PinnedImageSetsDegraded"]
     assert (degraded["status"], degraded["message"]) == ("False", "All is good")
     assert conditions["Updated"]["status"] == "True"  # pinning is no update of the node
+    assert _pool_pass(kube_cluster, pool, node)["updatedMachineCount"] == 1
 
     # a pull that keeps failing: Degraded, the set's failed generation and upstream's error
     got["fail"][IMAGE_C] = "manifest unknown"
@@ -132,6 +181,7 @@ def test_pinned_images_are_pulled_pinned_and_reported_and_failures_say_why(
         "details."
     )
     assert IMAGE_C not in node.path(CRIO_DROPIN).read_text()  # pinned only once all pulled
+    assert _pool_pass(kube_cluster, pool, node)["updatedMachineCount"] == 0
 
     # a full disk: fails at once (one try), said as the runtime says it
     with cri.locked(state) as s:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcd.controller.sync import Snapshot, Syncer, drain_timeouts
+from mcd.model.planning.reconcile import Overrides
 from mcd.model.pool.render import ROLE_LABEL, render
 from mcd.model.pool.rollout import condition
 from mcd.model.pool.windows import WINDOW_ANNOTATION
@@ -23,6 +24,10 @@ class Writer:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.pools: dict[str, Obj] = {}
+        self.overrides = Overrides()
+
+    def irreconcilable_overrides(self) -> Overrides:
+        return self.overrides
 
     def create_config(self, obj: Obj) -> Obj | None:
         self.calls.append(("create", obj["metadata"]["name"], obj))

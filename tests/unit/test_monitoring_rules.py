@@ -35,6 +35,7 @@ UPSTREAM = {
     "MCDPivotError": ("mcd_pivot_errors_total > 0", "2m", "warning"),
     "KubeletHealthState": ("mcd_kubelet_state > 2", None, "warning"),
     "MCCDrainError": ("mcc_drain_err > 0", None, "warning"),
+    "MCCPoolAlert": ("mcc_pool_alert > 0", None, "warning"),
 }
 NEW = {"MCDRolloutNoProgress", "MCDPoolRolloutHalted", "MCDPoolPaused", "MCDHealthGateFailed",
        "MCDNodeUpdateSlow", "MCDRebootPending"}  # fmt: skip

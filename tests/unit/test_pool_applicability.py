@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcd.controller.applicability import update_condition
+from mcd.controller.conditions.applicability import update_condition
 from mcd.controller.preview import describe_preview, preview_pool
 from mcd.model.planning.applicability import (
     COREOS,

@@ -59,10 +59,16 @@ def size_problem(
 
 
 def reconcile_problem(
-    current: Obj | None, pool_name: str, configs: Sequence[Obj], rendered: Rendered
+    current: Obj | None,
+    pool_name: str,
+    configs: Sequence[Obj],
+    rendered: Rendered,
+    overrides: Overrides | None = None,
 ) -> str:
     """Why no node on ``current`` (the pool's rendered config now) could move to
-    ``rendered`` while running; '' when it could, or when there is no current config."""
+    ``rendered`` while running; '' when it could (``overrides``: the irreconcilable changes
+    the cluster allows), or when there is no current config."""
+    allowed = overrides or Overrides()
     if current is None:
         return ""
     current_name = str((current.get("metadata") or {}).get("name") or "")
@@ -70,7 +76,7 @@ def reconcile_problem(
         old = machine_config_from_object(current, current_name)
     except ConfigError:
         return ""  # an unreadable current config: the agents report it; nothing to compare
-    detail = _detail(old, rendered)
+    detail = _detail(old, rendered, allowed)
     if not detail:
         return ""
     for mc in configs:
@@ -81,7 +87,7 @@ def reconcile_problem(
             without = render(pool_name, rest)
         except RenderError:
             continue
-        if not _detail(old, without):
+        if not _detail(old, without, allowed):
             name = str((mc.get("metadata") or {}).get("name") or "")
             return (
                 f'reconciliation failed between current config "{current_name}" and base config '
@@ -90,10 +96,10 @@ def reconcile_problem(
     return f"render reconciliation error: {detail}"
 
 
-def _detail(old: Any, rendered: Rendered) -> str:
+def _detail(old: Any, rendered: Rendered, overrides: Overrides) -> str:
     doc = {"metadata": {"name": rendered.name}, "spec": rendered.spec}
     try:
         new = machine_config_from_object(doc, rendered.name)
     except ConfigError as e:
         return str(e)
-    return unreconcilable_detail(old, new, Overrides(), None)
+    return unreconcilable_detail(old, new, overrides, None)
