@@ -74,6 +74,20 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds between passes when nothing changes.",
 )
+@click.option(
+    "--prune-grace",
+    default="24h",
+    show_default=True,
+    help="Delete rendered configs no node, pool or revision uses once older than this "
+    "(90m, 4h, 7d; 0 never deletes).",
+)
+@click.option(
+    "--prune-interval",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="Seconds between those prunes.",
+)
 @output_options
 def controller_command(
     kubeconfig: str | None,
@@ -84,6 +98,8 @@ def controller_command(
     namespace: str | None,
     lease_duration: int,
     resync: float,
+    prune_grace: str,
+    prune_interval: float,
 ) -> None:
     """Render MachineConfigPools and roll them out to their nodes (one leader at a time)."""
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
@@ -93,6 +109,7 @@ def controller_command(
     configure_logging()
     if bool(metrics_cert) != bool(metrics_key):
         fail("--metrics-cert and --metrics-key go together")
+    grace = _grace(prune_grace)
     options = ControllerOptions(
         kubeconfig=kubeconfig,
         metrics_url=metrics_url,
@@ -102,12 +119,26 @@ def controller_command(
         lease_duration=lease_duration,
         retry=max(1.0, lease_duration / 5),
         resync=resync,
+        prune_grace=grace,
+        prune_every=max(1.0, prune_interval),
     )
     try:
         controller = Controller(options)
     except (ValueError, OSError, ApiConfigError) as e:
         fail(f"cannot start: {e}")
     sys.exit(controller.run())
+
+
+def _grace(text: str) -> float:
+    """``--prune-grace`` in seconds (``0``: off)."""
+    from mcd.model.pool.windows import WindowError, parse_duration  # noqa: PLC0415
+
+    if text.strip() == "0":
+        return 0.0
+    try:
+        return parse_duration(text).total_seconds()
+    except WindowError as e:
+        fail(f"--prune-grace: {str(e).split('duration: ', 1)[-1]}")
 
 
 @click.command("plan")

@@ -1,10 +1,13 @@
 """``mcd history``, ``mcd rollback`` and ``mcd prune`` against the API server (the rules are
 :mod:`mcd.model.pool.history`): a pool's revisions, pointing a pool back at an earlier
 rendered config (the controller then rolls it out at the pool's pace, canary and halt
-included), and removing the rendered configs nothing uses."""
+included), and removing the rendered configs nothing uses (by hand, or by the controller:
+:class:`AutoPrune`)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -29,6 +32,15 @@ from mcd.model.pool.history import (
 from mcd.model.pool.pools import target_of
 from mcd.model.pool.render import GENERATED_BY
 from mcd.model.vocabulary import Annotation
+
+log = logging.getLogger(__name__)
+
+NODE_KEYS = (Annotation.CURRENT_CONFIG, Annotation.DESIRED_CONFIG)
+"""A Node uses the rendered configs these annotations name."""
+PRUNE_EVERY = 300.0
+"""Seconds between the controller's prunes (not every pass: each reads every cache)."""
+PRUNE_BATCH = 20
+"""Rendered configs the controller deletes at most per prune (the rest wait for the next)."""
 
 MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
 
@@ -151,8 +163,7 @@ def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> tuple[lis
     configs = kube.request("GET", MACHINECONFIGS).get("items") or []
     pools = kube.request("GET", POOLS).get("items") or []
     nodes = kube.request("GET", NODES).get("items") or []
-    keys = (Annotation.CURRENT_CONFIG, Annotation.DESIRED_CONFIG)
-    used = in_use(pools, nodes, keys)
+    used = in_use(pools, nodes, NODE_KEYS)
     gone = prunable(configs, used, now, grace, GENERATED_BY)
     rendered = sum(1 for c in configs if _annotations(c).get(GENERATED_BY))
     if apply:
@@ -163,3 +174,58 @@ def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> tuple[lis
                 if e.status != 404:
                     raise
     return gone, rendered - len(gone)
+
+
+Items = Callable[[], Iterable[Obj]]
+
+
+class AutoPrune:
+    """The controller's prune (``--prune-grace``; 0 turns it off): every ``every`` seconds
+    at most, the rendered configs :func:`mcd.model.pool.history.prunable` names, at most
+    ``batch`` of them. Each is judged again just before its delete against the freshest
+    caches (the pools the pass just wrote are in them), and deleted with preconditions on
+    the uid and resourceVersion it was judged by, so a config that changed meanwhile stays."""
+
+    def __init__(self, kube: Kube, grace: timedelta, every: float = PRUNE_EVERY,
+                 batch: int = PRUNE_BATCH) -> None:  # fmt: skip
+        self.kube, self.grace, self.every, self.batch = kube, grace, every, batch
+        self.last: float | None = None
+
+    def due(self, clock: float) -> bool:
+        """Is a prune due at monotonic ``clock``? (The first one: ``every`` after the first
+        call, so a new leader's first passes settle the targets first.)"""
+        if self.grace <= timedelta(0):
+            return False
+        if self.last is None:
+            self.last = clock
+        return clock - self.last >= self.every
+
+    def run(self, configs: Items, pools: Items, nodes: Items, now: datetime,
+            clock: float) -> list[str]:  # fmt: skip
+        """Delete what may go; the names deleted."""
+        self.last = clock
+        candidates = prunable(configs(), in_use(pools(), nodes(), NODE_KEYS), now, self.grace,
+                              GENERATED_BY)  # fmt: skip
+        gone = []
+        for name in candidates[: self.batch]:
+            fresh = {str((c.get("metadata") or {}).get("name")): c for c in configs()}
+            mc = fresh.get(name)
+            used = in_use(pools(), nodes(), NODE_KEYS)
+            if mc is None or not prunable([mc], used, now, self.grace, GENERATED_BY):
+                continue
+            meta = mc.get("metadata") or {}
+            judged = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": judged}
+            try:
+                self.kube.request("DELETE", f"{MACHINECONFIGS}/{name}", body=body)
+            except ApiError as e:
+                if e.status not in (404, 409):
+                    log.warning("Could not prune rendered config %s: %s", name, e)
+                continue
+            log.info("Pruned rendered config %s: no node, pool or revision uses it, created %s "
+                     "(grace %s)", name, meta.get("creationTimestamp"), self.grace)  # fmt: skip
+            gone.append(name)
+        if len(candidates) > self.batch:
+            log.info("%d more unused rendered configs wait for the next prune",
+                     len(candidates) - self.batch)  # fmt: skip
+        return gone

@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 
 from mcd import __version__
@@ -34,6 +34,7 @@ from mcd.cluster.lease import LeaseLock
 from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.drain import DrainController
+from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
@@ -74,6 +75,9 @@ class ControllerOptions:
     retry: float = 2.0
     resync: float = 30.0
     settle: float = 0.05
+    prune_grace: float = 86_400.0
+    """Seconds an unused rendered config is kept (0: never pruned)."""
+    prune_every: float = PRUNE_EVERY
 
 
 class Controller:
@@ -109,6 +113,9 @@ class Controller:
             drain_released=self.drains.released,
             observe_alerts=self.pool_alert.update,
             pod_restarts=PodRestarts(self.kube).of,
+        )
+        self.pruner = AutoPrune(
+            self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every
         )
         self.leading = False
         self.last_tick = time.monotonic()
@@ -232,6 +239,9 @@ class Controller:
         self.metrics.rollout.observe(
             self.pools.items(), self.nodes.items(), reports, self.drains.blocked()
         )
+        if self.pruner.due(time.monotonic()):
+            self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
+                            datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
 
     def _release(self) -> int:

@@ -28,6 +28,7 @@ from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
 from mcd.host.osupdate.rpmostree import RETRY_ENV
+from mcd.model.pool.render import GENERATED_BY
 from mcd.model.pool.windows import WINDOW_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
@@ -545,15 +546,21 @@ def test_controller_rbac_is_exactly_what_it_uses(
     """Every request the controller makes while it renders, rolls out, drains and reports (Lease,
     informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
     evictions, the MachineConfigNode of a blocked drain, the MachineConfigNodes of a pool naming
-    PinnedImageSets, MachineConfiguration's overrides, lastAppliedDrain, Events) is allowed by
-    daemonset/05-controller-rbac.yaml, and every rule there is used."""
+    PinnedImageSets, MachineConfiguration's overrides, lastAppliedDrain, Events, the prune of an
+    unused rendered config) is allowed by daemonset/05-controller-rbac.yaml, and every rule there
+    is used."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
     cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
     pinned = pool("worker", ["worker"], "worker")  # PinnedImageSets: MachineConfigNodes listed
     pinned["spec"]["pinnedImageSets"] = [{"name": "pins"}]
     create_pool(cluster, pinned)
-    ctl = ControllerProc(cluster, tmp_path, "a", ns).start()
+    orphan = machine_config("rendered-worker-orphan", "worker", BASE)
+    orphan["metadata"].update(annotations={GENERATED_BY: "test"}, labels={})
+    cluster.create(MACHINECONFIGS, orphan)
+    ctl = ControllerProc(cluster, tmp_path, "a", ns).start(
+        "--prune-grace", "1s", "--prune-interval", "1"
+    )
     try:
         first = rendered(cluster, "worker", ctl)
         names = [cluster.node(f"worker-{i}") for i in range(2)]
@@ -616,6 +623,9 @@ def test_controller_rbac_is_exactly_what_it_uses(
                 ctl.log,
             )
         assert cluster.pods_on(names[0]) == []
+        wait(lambda: all(m["metadata"]["name"] != "rendered-worker-orphan"
+                         for m in cluster.kube.request("GET", MACHINECONFIGS)["items"]),
+             30, "orphan pruned", ctl.log)  # fmt: skip
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]

@@ -153,3 +153,13 @@ def test_the_agents_role_evicts_nothing_the_controllers_and_self_drains_do(
         role = probe(path)
         for group, resource, verb in [EVICT, *PODS]:
             assert role(group, resource, verb), f"{path.name}: {verb} {resource} refused"
+
+
+def test_only_the_controllers_role_deletes_machineconfigs(
+    probe: Callable[[Path], Callable[..., bool]],
+) -> None:
+    """Issue 30: the controller prunes the rendered configs nothing uses (``--prune-grace``);
+    the real authorizer lets its role delete MachineConfigs, and the agents' role not."""
+    delete = ("machineconfiguration.openshift.io", "machineconfigs", "delete")
+    assert probe(CONTROLLER_RBAC)(*delete, ""), "05-controller-rbac.yaml: delete refused"
+    assert not probe(RBAC)(*delete, ""), "the agents may delete MachineConfigs"

@@ -86,17 +86,19 @@ def rendered(name: str, age: timedelta) -> dict[str, object]:
 
 def test_prune_keeps_whatever_a_node_a_pool_a_pin_or_a_revision_uses() -> None:
     day = timedelta(days=1)
-    configs = [rendered(n, 2 * day) for n in
-               ("r-target", "r-status", "r-node", "r-desired", "r-rev", "r-pin", "r-old")]  # fmt: skip
-    configs += [rendered("r-young", timedelta(minutes=5)),
+    names = ("target", "status", "node", "desired", "rev", "pin", "old", "")
+    configs = [rendered(f"rendered-w-{n}".rstrip("-"), 2 * day) for n in names]
+    configs.append(rendered("user-w-old", 2 * day))  # mcd's mark, not a rendered name
+    configs += [rendered("rendered-w-young", timedelta(minutes=5)),
                 {"metadata": {"name": "00-user", "creationTimestamp": "2020-01-01T00:00:00Z"}}]  # fmt: skip
     pool = {
         "metadata": {"annotations": {
-            HISTORY_ANNOTATION: json.dumps([{"revision": 4, "config": "r-rev"}]),
-            ROLLBACK_ANNOTATION: encode_pin(Pin("r-pin", "r-target"))}},
-        "spec": {"configuration": {"name": "r-target"}},
-        "status": {"configuration": {"name": "r-status"}},
+            HISTORY_ANNOTATION: json.dumps([{"revision": 4, "config": "rendered-w-rev"}]),
+            ROLLBACK_ANNOTATION: encode_pin(Pin("rendered-w-pin", "rendered-w-target"))}},
+        "spec": {"configuration": {"name": "rendered-w-target"}},
+        "status": {"configuration": {"name": "rendered-w-status"}},
     }  # fmt: skip
-    nodes = [{"metadata": {"annotations": {"cur": "r-node", "des": "r-desired"}}}]
+    nodes = [{"metadata": {"annotations": {"cur": "rendered-w-node",
+                                           "des": "rendered-w-desired"}}}]  # fmt: skip
     used = in_use([pool], nodes, ("cur", "des"))
-    assert prunable(configs, used, NOW, day, GEN) == ["r-old"]
+    assert prunable(configs, used, NOW, day, GEN) == ["rendered-w", "rendered-w-old"]

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from mcd.model.pool.render import RENDERED_PREFIX
+
 HISTORY_ANNOTATION = "mcd-project.github.io/rollout-history"
 ROLLBACK_ANNOTATION = "mcd-project.github.io/rollback"
 SOURCES_ANNOTATION = "mcd-project.github.io/sources"
@@ -178,13 +180,16 @@ def in_use(pools: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]
 
 def prunable(configs: Iterable[Mapping[str, Any]], used: set[str], now: datetime,
              grace: timedelta, generated_by: str) -> list[str]:  # fmt: skip
-    """The rendered configs (those carrying ``generated_by``) nothing uses, created more
-    than ``grace`` before ``now`` (a config whose creation time cannot be read is kept)."""
+    """The rendered configs (named ``rendered-...`` and carrying ``generated_by``) nothing
+    uses, created more than ``grace`` before ``now`` (a config whose creation time cannot be
+    read is kept)."""
     out = []
     for mc in configs:
         meta = mc.get("metadata") or {}
         name = str(meta.get("name") or "")
-        if not (meta.get("annotations") or {}).get(generated_by) or name in used:
+        if not name.startswith(RENDERED_PREFIX) or name in used:
+            continue
+        if not (meta.get("annotations") or {}).get(generated_by):
             continue
         try:
             created = datetime.fromisoformat(

@@ -395,7 +395,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return 200, self.fake.cluster.delete_pod(
                     namespace, name, None if grace is None else float(grace)
                 )
-            return 200, self.fake.store.delete(res, namespace, name)
+            preconditions = options.get("preconditions")
+            return 200, self.fake.store.delete(
+                res, namespace, name, preconditions if isinstance(preconditions, dict) else None
+            )
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
 
     def _list(self, res: Resource, namespace: str, query: dict[str, str]) -> Obj:

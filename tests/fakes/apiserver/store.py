@@ -218,11 +218,22 @@ class Store:
             self._record("MODIFIED", resource, new)
             return copy.deepcopy(new)
 
-    def delete(self, resource: Resource, namespace: str, name: str) -> Obj:
+    def delete(
+        self, resource: Resource, namespace: str, name: str, preconditions: Obj | None = None
+    ) -> Obj:
+        """Delete; with ``preconditions`` (DeleteOptions' uid and resourceVersion) only the
+        object they name, else 409 Conflict (as the API server)."""
         with self.lock:
-            obj = self.objects.pop((resource.plural, namespace, name), None)
-            if obj is None:
+            current = self.objects.get((resource.plural, namespace, name))
+            if current is None:
                 raise not_found(resource, name)
+            meta = current.get("metadata") or {}
+            for key in ("uid", "resourceVersion"):
+                wanted = (preconditions or {}).get(key)
+                if wanted and str(wanted) != str(meta.get(key)):
+                    raise ApiError(409, "Conflict", f"Precondition failed: {key} in precondition: "
+                                   f"{wanted}, {key} in object meta: {meta.get(key)}")  # fmt: skip
+            obj = self.objects.pop((resource.plural, namespace, name))
             self._bump(obj)
             self._record("DELETED", resource, obj)
             return copy.deepcopy(obj)
