@@ -199,7 +199,9 @@ def bench_controller_requests(nodes: int = 20, max_unavailable: int = 5) -> Row:
             proc.terminate()
             proc.wait(10)
         server.stop()
-    assert len(writes) == 2 * nodes, len(writes)  # taint; desiredConfig with the untaint
+    # a node targeted in the pass that first sees the config: one write (desiredConfig); one
+    # that waits: two (the UpdateInProgress taint, then desiredConfig with the untaint)
+    assert nodes <= len(writes) <= 2 * nodes, len(writes)
     figure = len(mine) / nodes
     target, ok = "<= 4 per node", figure <= 4.0
     return Row(f"controller requests per node update ({nodes} nodes)", figure, 3.0, target, ok,

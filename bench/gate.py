@@ -38,6 +38,7 @@ from mcd.host.rootfs import Root
 from mcd.model.disruption.policy import DisruptionPolicies, FilePolicy, restart
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.node.health import REQUIRED_DIR, GateSettings, Verdict
+from mcd.model.planning.applicability import COREOS
 from mcd.model.planning.plan import make_plan
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
@@ -83,7 +84,10 @@ def _node(root: Path, ostree: bool) -> tuple[Node, MemorySystemd]:
     (root / "proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()))
     systemd = MemorySystemd(root)
     r = Root(root)
-    return Node(r, HostEffects(r, systemd), RpmOstree(r) if ostree else None), systemd
+    if ostree:
+        return Node(r, HostEffects(r, systemd), RpmOstree(r)), systemd
+    # an image-based host whose rpm-ostree is not called here: its osImageURL is applicable
+    return Node(r, HostEffects(r, systemd), None, host_support=COREOS), systemd
 
 
 def _failing_check(root: Path) -> None:
