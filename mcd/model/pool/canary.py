@@ -33,10 +33,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-import yaml
-
 from mcd.model.pool.pools import NodeView, SelectorError, selector_matches, upstream_order
-from mcd.model.pool.windows import MAX_TEXT, WindowError, _NoAliases, parse_duration
+from mcd.model.pool.windows import WindowError, annotation_object, parse_duration
 
 POLICY_ANNOTATION = "mcd-project.github.io/rollout-policy"
 HALT_ANNOTATION = "mcd-project.github.io/rollout-halted"
@@ -105,21 +103,7 @@ def _span(delta: timedelta) -> str:
 
 
 def parse_policy(text: str) -> Policy:
-    if len(text) > MAX_TEXT:
-        raise PolicyError("value", f"longer than {MAX_TEXT} characters")
-    try:
-        doc = yaml.load(text, Loader=_NoAliases)
-    except yaml.YAMLError as e:
-        raise PolicyError("value", f"not JSON or YAML: {str(e).splitlines()[0][:200]}") from None
-    except RecursionError:
-        raise PolicyError("value", "nested too deeply") from None
-    if not isinstance(doc, dict):
-        raise PolicyError("value", "expected an object")
-    unknown = sorted(str(k) for k in doc if k not in _KEYS)
-    if unknown:
-        raise PolicyError(
-            unknown[0][:64], f"unknown field; expected one of {', '.join(sorted(_KEYS))}"
-        )
+    doc = annotation_object(text, _KEYS, PolicyError)
     policy = Policy()
     canary = doc.get("canary")
     if canary is not None:

@@ -20,8 +20,10 @@ is open; one already started when the window closes finishes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
+from typing import Any
 
 import yaml
 
@@ -80,23 +82,30 @@ class _NoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def parse_window(text: str) -> Window:
+def annotation_object(
+    text: str, keys: frozenset[str], error: Callable[[str, str], ValueError]
+) -> dict[Any, Any]:
+    """A pool annotation's JSON or YAML object, bounded (size, no aliases, depth), with no key
+    but ``keys``; ``error(field, message)`` is the refusal, naming the field."""
     if len(text) > MAX_TEXT:
-        raise WindowError("value", f"longer than {MAX_TEXT} characters")
+        raise error("value", f"longer than {MAX_TEXT} characters")
     try:
         doc = yaml.load(text, Loader=_NoAliases)
     except yaml.YAMLError as e:
         first = str(e).splitlines()[0][:200]
-        raise WindowError("value", f"not JSON or YAML: {first}") from None
+        raise error("value", f"not JSON or YAML: {first}") from None
     except RecursionError:
-        raise WindowError("value", "nested too deeply") from None
+        raise error("value", "nested too deeply") from None
     if not isinstance(doc, dict):
-        raise WindowError("value", "expected an object")
-    unknown = sorted(str(k) for k in doc if k not in _KEYS)
+        raise error("value", "expected an object")
+    unknown = sorted(str(k) for k in doc if k not in keys)
     if unknown:
-        raise WindowError(
-            unknown[0][:64], f"unknown field; expected one of {', '.join(sorted(_KEYS))}"
-        )
+        raise error(unknown[0][:64], f"unknown field; expected one of {', '.join(sorted(keys))}")
+    return doc
+
+
+def parse_window(text: str) -> Window:
+    doc = annotation_object(text, _KEYS, WindowError)
     days_value = doc.get("days", list(DAYS))
     if not isinstance(days_value, list) or not days_value:
         raise WindowError("days", "expected a non-empty list of Mon, Tue, ... Sun")
