@@ -36,18 +36,27 @@ KEEP_IN_RUN = {"ostree-booted", "dbus"}
 class RealSystemdNode(AgentNode):
     container: SystemdContainer
 
+    def new_container(self) -> SystemdContainer:
+        """The container this node boots (its image's packages and suite)."""
+        return SystemdContainer()
+
+    def prepare_root(self, root: Path) -> None:
+        """What this node's image holds beyond the accounts, before its first boot: here an
+        RHCOS node (its os-release, ``/run/ostree-booted``, FIPS off)."""
+        (root / "usr/lib/os-release").write_text(OS_RELEASE)
+        (root / "run/ostree-booted").write_text("")  # the agent's view of /run, beside the bus
+        (root / "proc/sys/crypto").mkdir(parents=True, exist_ok=True)
+        (root / "proc/sys/crypto/fips_enabled").write_text("0\n")  # as every RHCOS node has
+
     def make_host(self) -> Path:
-        self.container = SystemdContainer()
+        self.container = self.new_container()
         root = self.container.root
         for path, line in CORE.items():  # the image's own accounts stay (messagebus, ...)
             with (root / path).open("a") as f:
                 f.write(line)
-        (root / "usr/lib/os-release").write_text(OS_RELEASE)
         (root / "home/core").mkdir(parents=True, exist_ok=True)
-        (root / "run/ostree-booted").write_text("")  # the agent's view of /run, beside the bus
         (root / "proc/sys/kernel/random").mkdir(parents=True, exist_ok=True)
-        (root / "proc/sys/crypto").mkdir(parents=True, exist_ok=True)
-        (root / "proc/sys/crypto/fips_enabled").write_text("0\n")  # as every RHCOS node has
+        self.prepare_root(root)
         try:
             self.container.boot()
         except BaseException:

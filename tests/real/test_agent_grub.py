@@ -27,7 +27,7 @@ from tests.e2e.configs import worker
 from tests.e2e.harness import create_config
 from tests.e2e.scenarios import install
 from tests.fakes.kubecluster import TestCluster
-from tests.real.agent_node import CORE, RealSystemdNode
+from tests.real.agent_node import RealSystemdNode
 from tests.real.systemd_container import GRUB_PACKAGES, SystemdContainer, unavailable
 from tests.real.test_bootloader import GRUB_PROBE, KERNEL
 
@@ -35,14 +35,10 @@ DEBIAN = "Debian GNU/Linux 12 (bookworm)"
 
 
 class DebianGrubNode(RealSystemdNode):
-    def make_host(self) -> Path:
-        self.container = SystemdContainer(packages=GRUB_PACKAGES)
-        root = self.container.root
-        for path, line in CORE.items():
-            with (root / path).open("a") as f:
-                f.write(line)
-        (root / "home/core").mkdir(parents=True, exist_ok=True)
-        (root / "proc/sys/kernel/random").mkdir(parents=True, exist_ok=True)
+    def new_container(self) -> SystemdContainer:
+        return SystemdContainer(packages=GRUB_PACKAGES)
+
+    def prepare_root(self, root: Path) -> None:
         shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
         (root / "boot/grub").mkdir(parents=True)
         for image in (f"vmlinuz-{KERNEL}", f"initrd.img-{KERNEL}"):
@@ -52,12 +48,6 @@ class DebianGrubNode(RealSystemdNode):
         probe.write_text(GRUB_PROBE)
         probe.chmod(0o755)
         self._boot_cmdline(root)
-        try:
-            self.container.boot()
-        except BaseException:
-            self.container.close()
-            raise
-        return root
 
     def _boot_cmdline(self, root: Path) -> None:
         """What the firmware and GRUB hand the kernel: the first entry of ``grub.cfg``."""

@@ -13,11 +13,8 @@ configuration into ``grub.cfg`` is GRUB's.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import sys
-import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,11 +24,10 @@ import pytest
 from mcd.model.osupdate.bootargs import GRUB_DROPIN
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
-from tests.real.systemd_container import GRUB_PACKAGES, SystemdContainer, unavailable
+from tests.real.inside import InsideNode, booted_container
+from tests.real.systemd_container import GRUB_PACKAGES
 
 pytestmark = pytest.mark.xdist_group("real-grub")  # one container for the module
-REPO = Path(__file__).resolve().parents[2]
-SITES = tuple(dict.fromkeys(Path(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")))
 KERNEL = "6.1.0-mcd-amd64"
 GRUB_PROBE = """#!/bin/sh
 # stand-in for grub-probe in a container (no disk under /): a fixed ext4 partition
@@ -54,33 +50,11 @@ esac
 DEBIAN = "Debian GNU/Linux 12 (bookworm)"
 
 
-class Node:
-    def __init__(self, container: SystemdContainer) -> None:
-        self.c = container
-
-    def mcd(self, *args: str) -> tuple[int, str, str]:
-        result = self.c.run(
-            "python3", "-m", "mcd", *args, env={"PYTHONPATH": ":".join(map(str, (REPO, *SITES)))}
-        )  # fmt: skip
-        return result.returncode, result.stdout, result.stderr
-
-    def sh(self, *argv: str) -> str:
-        result = self.c.run(*argv)
-        assert result.returncode == 0, f"{argv}: {result.stderr}"
-        return result.stdout
-
+class Node(InsideNode):
     def config(self, name: str, **spec: Any) -> str:
-        path = f"/var/tmp/{name}.json"
-        doc = mc_doc(name, files=[file_entry("/etc/motd", f"{name}\n", 0o644)], **spec)
-        (self.c.root / path.lstrip("/")).write_text(json.dumps(doc))
-        return path
-
-    def path(self, node_path: str) -> Path:
-        return self.c.root / node_path.lstrip("/")
-
-    def current(self) -> str:
-        doc = json.loads(self.path(CURRENT_CONFIG_PATH).read_text())
-        return str(doc["metadata"]["name"])
+        return self.write_config(
+            name, mc_doc(name, files=[file_entry("/etc/motd", f"{name}\n", 0o644)], **spec)
+        )
 
     def booted_arguments(self) -> list[list[str]]:
         """The kernel command line of every ``linux`` entry in ``grub.cfg``, after
@@ -104,32 +78,21 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[Node]:
-    why = unavailable() or (None if Path("/usr/bin/nsenter").exists() else "no nsenter")
-    if why:
-        pytest.skip(f"real systemd: {why}")
-    binds = (REPO, *(s for s in SITES if not s.is_relative_to(REPO)))
-    container = SystemdContainer(bind_ro=binds, packages=GRUB_PACKAGES)
-    try:
-        root = container.root
+    def prepare(root: Path) -> None:
         shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
         (root / "boot/grub").mkdir(parents=True)  # grub-install made it on a real node
         for image in (f"vmlinuz-{KERNEL}", f"initrd.img-{KERNEL}"):
             (root / "boot" / image).write_bytes(b"\0")
-        container.boot()
+
+    with booted_container(prepare, packages=GRUB_PACKAGES) as container:
         n = Node(container)
-        mine = f"{sys.version_info.major}.{sys.version_info.minor}"
-        theirs = n.sh("python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])").strip()
-        if theirs != mine:
-            pytest.skip(f"the container's python3 is {theirs}, the venv's {mine}")
         n.sh("dpkg-divert", "--local", "--rename", "--add", "/usr/sbin/grub-probe")
-        probe = root / "usr/sbin/grub-probe"
+        probe = container.root / "usr/sbin/grub-probe"
         probe.write_text(GRUB_PROBE)
         probe.chmod(0o755)
         n.sh("update-grub")
         n.expect_booted([])
         yield n
-    finally:
-        container.close()
 
 
 def test_once_from_adds_replaces_and_removes_kernel_arguments_through_update_grub(

@@ -24,7 +24,7 @@ from tests.e2e.configs import worker
 from tests.e2e.harness import create_config
 from tests.e2e.scenarios import install
 from tests.fakes.kubecluster import TestCluster
-from tests.real.agent_node import CORE, RealSystemdNode
+from tests.real.agent_node import RealSystemdNode
 from tests.real.systemd_container import SystemdContainer, unavailable
 
 TRIXIE = ["systemd", "systemd-sysv", "dbus"]
@@ -32,24 +32,14 @@ BUS = "var/lib/mcd-bus/system_bus_socket"
 
 
 class TrixieNode(RealSystemdNode):
-    def make_host(self) -> Path:
-        self.container = SystemdContainer(packages=TRIXIE, suite="trixie")
-        root = self.container.root
-        for path, line in CORE.items():
-            with (root / path).open("a") as f:
-                f.write(line)
-        (root / "home/core").mkdir(parents=True, exist_ok=True)
-        (root / "proc/sys/kernel/random").mkdir(parents=True, exist_ok=True)
+    def new_container(self) -> SystemdContainer:
+        return SystemdContainer(packages=TRIXIE, suite="trixie")
+
+    def prepare_root(self, root: Path) -> None:
         (root / BUS).parent.mkdir(parents=True)
         dropin = root / "etc/systemd/system/dbus.socket.d/mcd-test.conf"
         dropin.parent.mkdir(parents=True)
         dropin.write_text(f"[Socket]\nListenStream=/{BUS}\n")
-        try:
-            self.container.boot()
-        except BaseException:
-            self.container.close()
-            raise
-        return root
 
     @property
     def bus_address(self) -> str:

@@ -11,23 +11,16 @@ what the timer's unit must reproduce: systemd starts it with an empty environmen
 from __future__ import annotations
 
 import json
-import sys
-import sysconfig
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcd.agent.safety.trymode import TIMER_UNIT, TRY_PREVIOUS, TRY_STATE
-from mcd.model.vocabulary import CURRENT_CONFIG_PATH
 from tests.builders import file_entry, mc_doc
-from tests.real.systemd_container import SystemdContainer, unavailable
+from tests.real.inside import REPO, InsideNode, booted_container
 
-REPO = Path(__file__).resolve().parents[2]
-# the venv's packages (mcd's dependencies), bound where they are unless the checkout holds them
-SITES = tuple(dict.fromkeys(Path(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")))
 POLICY = "/etc/containers/policy.json"  # crio reloads it: a rebootless change
 CRIO = """[Unit]
 Description=CRI-O stand-in
@@ -37,23 +30,7 @@ ExecReload=/bin/sh -c 'echo reload >>/var/tmp/crio.log'
 """
 
 
-class Node:
-    """The container, with mcd run inside it."""
-
-    def __init__(self, container: SystemdContainer) -> None:
-        self.c = container
-
-    def mcd(self, *args: str) -> tuple[int, str, str]:
-        result = self.c.run(
-            "python3", "-m", "mcd", *args, env={"PYTHONPATH": ":".join(map(str, (REPO, *SITES)))}
-        )  # fmt: skip
-        return result.returncode, result.stdout, result.stderr
-
-    def sh(self, *argv: str) -> str:
-        result = self.c.run(*argv)
-        assert result.returncode == 0, f"{argv}: {result.stderr}"
-        return result.stdout
-
+class Node(InsideNode):
     def show(self, unit: str, *props: str) -> dict[str, str]:
         """``systemctl show`` inside: what the container's systemd says about ``unit``."""
         out = self.sh("systemctl", "show", unit, f"--property={','.join(props)}")
@@ -74,17 +51,7 @@ class Node:
         return self.sh("systemctl", "list-timers", "--all", "--no-pager")
 
     def config(self, name: str, policy: str) -> str:
-        path = f"/var/tmp/{name}.json"
-        doc = mc_doc(name, files=[file_entry(POLICY, policy, 0o644)])
-        (self.c.root / path.lstrip("/")).write_text(json.dumps(doc))
-        return path
-
-    def path(self, node_path: str) -> Path:
-        return self.c.root / node_path.lstrip("/")
-
-    def current(self) -> str:
-        doc = json.loads(self.path(CURRENT_CONFIG_PATH).read_text())
-        return str(doc["metadata"]["name"])
+        return self.write_config(name, mc_doc(name, files=[file_entry(POLICY, policy, 0o644)]))
 
     def crio_log(self) -> list[str]:
         return self.path("/var/tmp/crio.log").read_text().split()
@@ -92,18 +59,8 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[Node]:
-    why = unavailable() or (None if Path("/usr/bin/nsenter").exists() else "no nsenter")
-    if why:
-        pytest.skip(f"real systemd: {why}")
-    binds = (REPO, *(s for s in SITES if not s.is_relative_to(REPO)))
-    container = SystemdContainer(bind_ro=binds)
-    try:
-        container.boot()
+    with booted_container() as container:
         n = Node(container)
-        mine = f"{sys.version_info.major}.{sys.version_info.minor}"
-        theirs = n.sh("python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])").strip()
-        if theirs != mine:
-            pytest.skip(f"the container's python3 is {theirs}, the venv's {mine}")
         (container.root / "etc/containers").mkdir(exist_ok=True)
         (container.root / "etc/systemd/system/crio.service").write_text(CRIO)
         n.sh("systemctl", "daemon-reload")
@@ -112,8 +69,6 @@ def node() -> Iterator[Node]:
         assert code == 0, err
         assert out == "done: rendered-worker-1 applied to /\n"
         yield n
-    finally:
-        container.close()
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float) -> None:
