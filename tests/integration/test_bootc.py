@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from mcd.agent.bootloader.postboot import boot_problem
-from mcd.agent.commands.once import once_from
 from mcd.agent.update.handles import Node
 from mcd.agent.update.transaction import Outcome, UpdateError
 from mcd.host.effects import HostEffects
@@ -25,10 +24,10 @@ from mcd.host.rootfs import Root
 from mcd.host.runner import CommandResult, Runner
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
-from tests.builders import file_entry, mc_doc
 from tests.e2e.harness import make_root
 from tests.fakes import bootc
 from tests.fakes.memory_systemd import MemorySystemd
+from tests.integration.applying import apply, current
 
 BIN = Path(__file__).resolve().parents[1] / "fakes" / "bin"
 IMAGE_A = "quay.io/fedora/fedora-bootc@sha256:" + "a" * 64
@@ -70,17 +69,6 @@ def host(tmp_path: Path) -> tuple[Path, Path, Node]:
     return root, state, node
 
 
-def _apply(root: Path, node: Node, name: str, **spec: Any) -> Outcome:
-    source = root.parent / f"{name}.json"
-    doc = mc_doc(name, files=[file_entry("/etc/motd", f"{name}\n", 0o644)], **spec)
-    source.write_text(json.dumps(doc))
-    return once_from(str(source), node, skip_reboot=True)
-
-
-def _current(root: Path) -> str:
-    return str(json.loads((root / CURRENT_CONFIG_PATH.lstrip("/")).read_text())["metadata"]["name"])
-
-
 def test_a_bootc_host_is_detected_and_is_not_rpm_ostrees(host: tuple[Path, Path, Node]) -> None:
     _, _, node = host
     support = node.support()
@@ -92,9 +80,9 @@ def test_switch_stages_the_configs_image_and_the_boot_into_it_is_checked(
     host: tuple[Path, Path, Node],
 ) -> None:
     root, state, node = host
-    _apply(root, node, "rendered-1", osImageURL=IMAGE_A)
+    apply(root, node, "rendered-1", osImageURL=IMAGE_A)
     assert bootc.load(state)["staged"] is None  # already booted: nothing to switch
-    assert _apply(root, node, "rendered-2", osImageURL=IMAGE_B) is Outcome.REBOOT_PENDING
+    assert apply(root, node, "rendered-2", osImageURL=IMAGE_B) is Outcome.REBOOT_PENDING
     s = bootc.load(state)
     assert s["staged"]["image"] == IMAGE_B
     assert ["switch", "--transport", "registry", IMAGE_B] in s["calls"]
@@ -108,14 +96,14 @@ def test_switch_stages_the_configs_image_and_the_boot_into_it_is_checked(
 
 def test_a_failed_switch_rolls_the_update_back(host: tuple[Path, Path, Node]) -> None:
     root, state, node = host
-    _apply(root, node, "rendered-1", osImageURL=IMAGE_A)
+    apply(root, node, "rendered-1", osImageURL=IMAGE_A)
     s = bootc.load(state)
     s["fail"]["switch"] = "error: Switching: pulling: registry unreachable"
     bootc.save(state, s)
     with pytest.raises(UpdateError) as e:
-        _apply(root, node, "rendered-2", osImageURL=IMAGE_B)
+        apply(root, node, "rendered-2", osImageURL=IMAGE_B)
     assert "registry unreachable" in str(e.value)
-    assert _current(root) == "rendered-1"
+    assert current(root) == "rendered-1"
     assert (root / "etc/motd").read_text() == "rendered-1\n"
     assert bootc.load(state)["staged"] is None
 
@@ -128,12 +116,12 @@ def test_what_a_bootc_image_carries_is_refused_by_name(
     host: tuple[Path, Path, Node], spec: dict[str, Any], field: str
 ) -> None:
     root, state, node = host
-    _apply(root, node, "rendered-1", osImageURL=IMAGE_A)
+    apply(root, node, "rendered-1", osImageURL=IMAGE_A)
     with pytest.raises(UpdateError) as e:
-        _apply(root, node, "rendered-2", osImageURL=IMAGE_B, **spec)
+        apply(root, node, "rendered-2", osImageURL=IMAGE_B, **spec)
     assert f"{field} " in str(e.value)
     assert "on a bootc node the image carries its kernel and packages" in str(e.value)
-    assert bootc.load(state)["staged"] is None and _current(root) == "rendered-1"
+    assert bootc.load(state)["staged"] is None and current(root) == "rendered-1"
 
 
 def test_status_is_read_in_bootcs_own_shape() -> None:

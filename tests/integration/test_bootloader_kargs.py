@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from mcd.agent.boot.firstboot import ENCAPSULATED, firstboot_complete
 from mcd.agent.bootloader.postboot import kernel_arguments_problem
-from mcd.agent.commands.once import once_from
 from mcd.agent.update.handles import Node
 from mcd.agent.update.journal import JOURNAL
 from mcd.agent.update.transaction import Outcome, UpdateError
@@ -26,9 +25,10 @@ from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.model.machineconfig import load_machine_config
 from mcd.model.osupdate.bootargs import GRUB_DROPIN, grub_dropin
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH
-from tests.builders import file_entry, mc_doc
+from tests.builders import mc_doc
 from tests.e2e.harness import make_root
 from tests.fakes.memory_systemd import MemorySystemd
+from tests.integration.applying import apply, current
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
 
@@ -74,31 +74,20 @@ def _node(root: Path, runner: Runner) -> Node:
     return Node(Root(root), HostEffects(Root(root), MemorySystemd(root), runner))
 
 
-def _apply(root: Path, node: Node, name: str, **spec: Any) -> Outcome:
-    source = root.parent / f"{name}.json"
-    doc = mc_doc(name, files=[file_entry("/etc/motd", f"{name}\n", 0o644)], **spec)
-    source.write_text(json.dumps(doc))
-    return once_from(str(source), node, skip_reboot=True)
-
-
-def _current(root: Path) -> str:
-    return str(json.loads((root / CURRENT_CONFIG_PATH.lstrip("/")).read_text())["metadata"]["name"])
-
-
 def test_the_drop_in_holds_the_configs_arguments_and_update_grub_runs_in_the_root(
     debian: Path,
 ) -> None:
     runner = GrubRunner()
     node = _node(debian, runner)
     assert node.support().kernel_arguments == "grub"
-    assert _apply(debian, node, "rendered-1", kernelArguments=["nosmt", "a=b c"]) is (
+    assert apply(debian, node, "rendered-1", kernelArguments=["nosmt", "a=b c"]) is (
         Outcome.REBOOT_PENDING
     )
     dropin = debian / GRUB_DROPIN.lstrip("/")
     assert dropin.read_bytes() == grub_dropin(["nosmt", "a=b c"])
     assert oct(dropin.stat().st_mode & 0o777) == "0o644"
     assert runner.calls == [["chroot", str(debian), "update-grub"]]
-    _apply(debian, node, "rendered-2")  # no kernel arguments: the drop-in goes
+    apply(debian, node, "rendered-2")  # no kernel arguments: the drop-in goes
     assert not dropin.exists()
     assert len(runner.calls) == 2
 
@@ -107,17 +96,17 @@ def test_a_failed_update_grub_rolls_back_to_the_old_drop_in_and_says_which_comma
     debian: Path,
 ) -> None:
     node = _node(debian, GrubRunner())
-    _apply(debian, node, "rendered-1", kernelArguments=["nosmt"])
+    apply(debian, node, "rendered-1", kernelArguments=["nosmt"])
     failing = GrubRunner(fail=1)
     node = _node(debian, failing)
     with pytest.raises(UpdateError) as e:
-        _apply(debian, node, "rendered-2", kernelArguments=["mitigations=off"])
+        apply(debian, node, "rendered-2", kernelArguments=["mitigations=off"])
     assert "updating kernel arguments: error running chroot" in str(e.value)
     assert "update-grub" in str(e.value) and "exit status 1" in str(e.value)
     # the rollback wrote the old drop-in and ran update-grub again on it
     assert (debian / GRUB_DROPIN.lstrip("/")).read_bytes() == grub_dropin(["nosmt"])
     assert len(failing.calls) == 2
-    assert _current(debian) == "rendered-1"
+    assert current(debian) == "rendered-1"
     assert (debian / "etc/motd").read_text() == "rendered-1\n"
     assert not (debian / JOURNAL.lstrip("/")).exists()
 
@@ -135,13 +124,13 @@ def test_fields_the_host_cannot_apply_are_refused_before_anything_is_written(
 ) -> None:
     runner = GrubRunner()
     node = _node(debian, runner)
-    _apply(debian, node, "rendered-1", kernelArguments=["nosmt"])
+    apply(debian, node, "rendered-1", kernelArguments=["nosmt"])
     with pytest.raises(UpdateError) as e:
-        _apply(debian, node, "rendered-2", kernelArguments=["quiet"], **spec)
+        apply(debian, node, "rendered-2", kernelArguments=["quiet"], **spec)
     assert f"cannot apply rendered-2 on this node (Debian GNU/Linux 12 (bookworm)): {field}" in str(
         e.value
     )
-    assert _current(debian) == "rendered-1"
+    assert current(debian) == "rendered-1"
     assert (debian / "etc/motd").read_text() == "rendered-1\n"
     assert (debian / GRUB_DROPIN.lstrip("/")).read_bytes() == grub_dropin(["nosmt"])
     assert len(runner.calls) == 1  # no update-grub for the refused update
@@ -149,7 +138,7 @@ def test_fields_the_host_cannot_apply_are_refused_before_anything_is_written(
 
 def test_after_the_boot_the_running_kernel_must_carry_the_arguments(debian: Path) -> None:
     node = _node(debian, GrubRunner())
-    _apply(debian, node, "rendered-1", kernelArguments=["nosmt", "a=b"])
+    apply(debian, node, "rendered-1", kernelArguments=["nosmt", "a=b"])
     mc = load_machine_config((debian / CURRENT_CONFIG_PATH.lstrip("/")).read_bytes())
     # the boot loader did not take it: the booted command line lacks them
     assert kernel_arguments_problem(node, mc) == "missing expected kernel arguments: [nosmt a=b]"
