@@ -5,7 +5,9 @@ its previous target: an invalid selector or config, a rendered config too large 
 API server to store, or one no node on the pool's current config could apply
 (:mod:`mcd.model.pool.checks`), unless ``MachineConfiguration.spec.
 irreconcilableValidationOverrides`` allows that change (as upstream's
-``generateAndValidateRenderedMachineConfig``)."""
+``generateAndValidateRenderedMachineConfig``). Names are upstream's
+(:mod:`mcd.model.pool.renderhash`); a pool still on the config an older mcd rendered and
+named from the same MachineConfigs stays on it, so the new names roll nothing out."""
 
 from __future__ import annotations
 
@@ -120,6 +122,8 @@ class RenderStep:
         pin = parse_pin(annotations.get(ROLLBACK_ANNOTATION))
         if pin is not None and pinned(pin, rendered.name) and current == pin.config:
             return pool  # rolled back: held until the MachineConfigs change or it is cleared
+        if current and current == rendered.legacy and current in configs:
+            return pool  # named by an older mcd from the same inputs: nothing to roll out
         existing = configs.get(rendered.name)
         hashes = source_hashes(selected)
         if rendered.name != current:
