@@ -31,8 +31,7 @@ from collections.abc import Callable
 
 from mcd.host.bootloader.detect import find_tool
 from mcd.host.errors import HostError
-from mcd.host.osupdate.osrelease import PATHS as OS_RELEASE_PATHS
-from mcd.host.osupdate.osrelease import parse_os_release
+from mcd.host.osupdate.osrelease import OsRelease, read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.runner import Runner
 
@@ -57,8 +56,11 @@ def run_bootloader_update(
 ) -> bool:
     """Upstream ``runBootloaderUpdate``; True when an update ran. Raises
     :class:`BootloaderUpdateFailed` when one was needed and failed."""
-    release = _os_release(root)
-    if not _coreos(release) or arch() not in ARCHES:
+    try:
+        release = read_os_release(root)
+    except (HostError, OSError):
+        return False  # no readable os-release: not a CoreOS host
+    if not release.is_coreos_variant or arch() not in ARCHES:
         return False
     if not find_tool(root, "bootupctl"):  # mcd guesses no tool: CoreOS ships it
         log.info("runBootloaderUpdate: no bootupctl on this host, bootloader update skipped")
@@ -133,31 +135,10 @@ def _secure_boot(run: Runner) -> bool:
     return "SecureBoot enabled" in out
 
 
-def _os_release(root: Root) -> dict[str, str]:
-    for path in OS_RELEASE_PATHS:
-        if root.exists(path):
-            return parse_os_release(root.read_bytes(path).decode(errors="replace"))
-    return {}
-
-
-def _version(release: dict[str, str]) -> tuple[int, int]:
-    """Upstream ``BaseVersionMajor``/``Minor`` (-1 when unparsable) of ``getOSVersion``:
-    ``RHEL_VERSION``; else ``VERSION`` less the ``OPENSHIFT_VERSION`` prefix (4.12 -> 412.);
-    else ``VERSION_ID``."""
-    version = release.get("RHEL_VERSION")
-    if version is None:
-        version = release.get("VERSION_ID", "")
-        openshift = release.get("OPENSHIFT_VERSION")
-        if openshift is not None:
-            prefix = openshift.replace(".", "") + "."
-            if release.get("VERSION", "").startswith(prefix):
-                version = release.get("VERSION", "").replace(prefix, "")
-    parts = version.split(".", 1)
+def _version(release: OsRelease) -> tuple[int, int]:
+    """Upstream ``BaseVersionMajor``/``Minor`` (-1 when unparsable) of the base version
+    (``RHEL_VERSION``, else from ``OPENSHIFT_VERSION``, else ``VERSION_ID``)."""
+    parts = release.os_version.split(".", 1)
     major = int(parts[0]) if parts[0].isdecimal() else -1
     minor = int(parts[1]) if len(parts) > 1 and parts[1].isdecimal() else -1
     return major, minor
-
-
-def _coreos(release: dict[str, str]) -> bool:
-    """Upstream ``IsCoreOSVariant``: ``VARIANT_ID=coreos``, RHCOS or SCOS."""
-    return release.get("VARIANT_ID") == "coreos" or release.get("ID") in ("rhcos", "scos")
