@@ -119,10 +119,7 @@ def _via_container(root: Root, run: Runner, image: str) -> None:
         ])  # fmt: skip
     except HostError as e:
         log.info("bootupctl update failed (%s); falling back to manual EFI copy", e)
-        raise BootloaderUpdateFailed(
-            "bootupctl fallback EFI copy: not done by mcd (copy the image's "
-            "/usr/lib/bootupd/updates/EFI onto the ESP)"
-        ) from e
+        raise BootloaderUpdateFailed("bootupctl fallback EFI copy: not done by mcd") from e
 
 
 def _secure_boot(run: Runner) -> bool:
