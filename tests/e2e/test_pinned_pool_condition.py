@@ -9,6 +9,7 @@ from typing import Any
 
 from mcd.cluster.pools import PoolWriter
 from mcd.controller.sync import Snapshot, Syncer
+from tests.e2e.test_pinned_images import _crds  # noqa: F401 - the CRDs on a real cluster
 from tests.fakes.kubecluster import TestCluster
 
 Obj = dict[str, Any]

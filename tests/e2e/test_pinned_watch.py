@@ -9,7 +9,15 @@ from pathlib import Path
 
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.scenarios import boot_on
-from tests.e2e.test_pinned_images import IMAGE_A, IMAGE_B, IMAGE_C, _bump, _setup, _wait_sets
+from tests.e2e.test_pinned_images import (  # _crds: the CRDs on a real cluster
+    IMAGE_A,
+    IMAGE_B,
+    IMAGE_C,
+    _bump,
+    _crds,  # noqa: F401
+    _setup,
+    _wait_sets,
+)
 from tests.fakes import cri
 from tests.fakes.kubecluster import TestCluster
 
