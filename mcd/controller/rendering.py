@@ -5,7 +5,9 @@ its previous target: an invalid selector or config, a rendered config too large 
 API server to store, or one no node on the pool's current config could apply
 (:mod:`mcd.model.pool.checks`), unless ``MachineConfiguration.spec.
 irreconcilableValidationOverrides`` allows that change (as upstream's
-``generateAndValidateRenderedMachineConfig``)."""
+``generateAndValidateRenderedMachineConfig``). Names are upstream's
+(:mod:`mcd.model.pool.renderhash`); a pool still on the config an older mcd rendered and
+named from the same MachineConfigs stays on it, so the new names roll nothing out."""
 
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ log = logging.getLogger(__name__)
 MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
 OVERRIDES_FRESH = 10.0
 """Seconds the overrides read from MachineConfiguration/cluster are used before reading again."""
+CONTROLLER_CONFIG = (
+    "/apis/machineconfiguration.openshift.io/v1/controllerconfigs/machine-config-controller"
+)
 
 
 @dataclass
@@ -56,6 +61,7 @@ class RenderStep:
     """(current target, new rendered name, overrides) -> the reconcilability refusal ('' =
     none), so a refused render costs one check, not one per pass."""
     _overrides: tuple[float, Overrides] | None = None
+    _base: tuple[float, tuple[str, str]] | None = None
     _renders: dict[tuple[str, tuple[tuple[str, str], ...]], Rendered | RenderError] = field(
         default_factory=dict
     )
@@ -65,14 +71,15 @@ class RenderStep:
     """Rendered configs (name, resourceVersion) found unchanged since they were created."""
 
     def _rendered(self, pool_name: str, selected: list[Obj]) -> Rendered:
+        base = self._base_images()
         versions = tuple(sorted((name_of(mc), _version(mc)) for mc in selected))
         if not all(v for _n, v in versions):  # objects not from the API server: no key
-            return render(pool_name, selected)
-        key = (pool_name, versions)
+            return render(pool_name, selected, base)
+        key = (pool_name, (*versions, ("", "\n".join(base))))
         if key not in self._renders:
             self._renders = {k: v for k, v in self._renders.items() if k[0] != pool_name}
             try:  # on copies: the merge may share or adjust parts of what it is given
-                self._renders[key] = render(pool_name, copy.deepcopy(selected))
+                self._renders[key] = render(pool_name, copy.deepcopy(selected), base)
             except RenderError as e:
                 self._renders[key] = e
         found = self._renders[key]
@@ -120,6 +127,8 @@ class RenderStep:
         pin = parse_pin(annotations.get(ROLLBACK_ANNOTATION))
         if pin is not None and pinned(pin, rendered.name) and current == pin.config:
             return pool  # rolled back: held until the MachineConfigs change or it is cleared
+        if current and current == rendered.legacy and current in configs:
+            return pool  # named by an older mcd from the same inputs: nothing to roll out
         existing = configs.get(rendered.name)
         hashes = source_hashes(selected)
         if rendered.name != current:
@@ -180,6 +189,27 @@ class RenderStep:
                 pool, "Updating", f"Pool {name} now targeting MachineConfig {rendered.name}"
             )
         return pool
+
+    def _base_images(self) -> tuple[str, str]:
+        """The ControllerConfig's base OS and extensions images (upstream's
+        ``GetBaseImageContainer``), read again after ``OVERRIDES_FRESH`` seconds; none where
+        it does not exist (plain Kubernetes) or may not be read."""
+        now = self.clock()
+        if self._base is not None and now - self._base[0] < OVERRIDES_FRESH:
+            return self._base[1]
+        kube = getattr(self.writer, "kube", None)  # a writer with no API server: no base
+        if kube is None:
+            return ("", "")
+        try:
+            spec = kube.request("GET", CONTROLLER_CONFIG).get("spec") or {}
+            found = (str(spec.get("baseOSContainerImage") or ""),
+                     str(spec.get("baseOSExtensionsContainerImage") or ""))  # fmt: skip
+        except ApiError as e:
+            if e.status not in (403, 404):
+                raise
+            found = ("", "")
+        self._base = (now, found)
+        return found
 
     def _allowed(self) -> Overrides:
         """The cluster's irreconcilable overrides, read again after ``OVERRIDES_FRESH``

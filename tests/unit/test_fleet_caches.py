@@ -51,9 +51,9 @@ def test_unchanged_machineconfigs_are_not_rendered_again(monkeypatch: pytest.Mon
     calls: list[int] = []
     real = rendering.render  # type: ignore[attr-defined]
 
-    def counted(name: str, configs: Any) -> Any:
+    def counted(name: str, configs: Any, *base: Any) -> Any:
         calls.append(1)
-        return real(name, configs)
+        return real(name, configs, *base)
 
     monkeypatch.setattr(rendering, "render", counted)
     p = pool()

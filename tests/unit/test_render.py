@@ -10,6 +10,7 @@ import pytest
 
 from mcd.model.ignition import merge as ignition_merge
 from mcd.model.ignition.dataurl import encode_data_url
+from mcd.model.ignition.goshape import go_shape
 from mcd.model.pool.render import (
     GENERATED_BY,
     ROLE_LABEL,
@@ -51,7 +52,20 @@ def test_fips_alone_sets_every_default() -> None:
     assert out.spec == {
         "osImageURL": "",
         "baseOSExtensionsContainerImage": "",
-        "config": {"ignition": {"version": V}},
+        # as upstream stores json.Marshal of Ignition's Config struct: empty structs stay
+        "config": {
+            "ignition": {
+                "config": {"replace": {"verification": {}}},
+                "proxy": {},
+                "security": {"tls": {}},
+                "timeouts": {},
+                "version": V,
+            },
+            "kernelArguments": {},
+            "passwd": {},
+            "storage": {},
+            "systemd": {},
+        },
         "kernelArguments": [],
         "extensions": [],
         "fips": True,
@@ -78,8 +92,8 @@ def test_everything_merges_as_upstream() -> None:
     assert out.spec["kernelType"] == "realtime"
     assert out.spec["extensions"] == ["testExtensions"]
     assert out.spec["fips"] is True
-    assert out.spec["config"] == users(
-        {"name": "core", "sshAuthorizedKeys": ["5678", "1234"], "passwordHash": "testpass"}
+    assert out.spec["config"] == go_shape(
+        users({"name": "core", "sshAuthorizedKeys": ["5678", "1234"], "passwordHash": "testpass"})
     )
 
 
@@ -96,9 +110,24 @@ def test_custom_pool_overrides_worker_and_names_order_the_rest() -> None:
     ]
     out = render("infra", configs)
     assert out.sources == ("aaa", "bbb", "ddd", "ccc")
+    new = {"source": "data:,new", "verification": {}}
     assert out.spec["config"]["storage"]["files"] == [
-        {"path": "/etc/test1", "mode": 420, "contents": {"source": "data:,new"}, "overwrite": True},
-        {"path": "/etc/test2", "mode": 420, "contents": {"source": "data:,new"}, "overwrite": True},
+        {
+            "path": "/etc/test1",
+            "mode": 420,
+            "contents": new,
+            "overwrite": True,
+            "user": {},
+            "group": {},
+        },
+        {
+            "path": "/etc/test2",
+            "mode": 420,
+            "contents": new,
+            "overwrite": True,
+            "user": {},
+            "group": {},
+        },
     ]
 
 

@@ -1,10 +1,15 @@
-"""Upstream's ``PinnedImageSetManager`` (``pkg/daemon/pinned_image_set.go``), polled: for the
+"""Upstream's ``PinnedImageSetManager`` (``pkg/daemon/pinned_image_set.go``): for the
 node's pool (the one its MachineConfigNode names), every PinnedImageSet in
 ``spec.pinnedImageSets`` is pulled over the CRI after the space check (16Gi of allocatable
 ephemeral storage left), ``/etc/crio/crio.conf.d/50-pinned-images`` lists every image and
 CRI-O is reloaded, and the MachineConfigNode says how it went: ``status.pinnedImageSets``,
 ``PinnedImageSetsProgressing``, ``PinnedImageSetsDegraded``. A sync whose sets are all pinned
 at their generation, with the drop-in as it should be, writes nothing.
+
+As upstream's informers, watches of the PinnedImageSets and MachineConfigPools
+(:func:`watch_changes`) wake a sync on any change; the poll every ``$MCD_PINNED_IMAGES_INTERVAL``
+seconds (30) stays only as a resync. Where the API has no PinnedImageSets, or the agent may
+not watch them, the poll alone runs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from mcd.cluster.api import ApiError, Kube, Obj
+from mcd.cluster.informer import Informer
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import node_path
 from mcd.host.cri import Cri, CriError
@@ -144,6 +150,10 @@ class PinnedImages:
         log.info("%s", p.ALL_COMPLETE)
         return None
 
+    def retry_at(self) -> float | None:
+        """The monotonic time a failed sync is due again (upstream's rate-limited requeue)."""
+        return self._failed[2] if self._failed is not None else None
+
     def _settled(self, sets: list[p.ImageSet], images: list[str]) -> bool:
         """Every set pinned at its generation and the drop-in as it should be."""
         if any(self.done.get(s.uid) != s.generation for s in sets):
@@ -217,13 +227,55 @@ class PinnedImages:
             ) from e
 
 
-def run(manager: PinnedImages, stop: threading.Event, interval: float | None = None) -> None:
-    """Sync every ``interval`` seconds (``$MCD_PINNED_IMAGES_INTERVAL``, else 30) until
-    ``stop``; a failed sync is tried again on the next pass."""
+WATCHED = ("pinnedimagesets", "machineconfigpools")
+
+
+def watch_changes(kube: Kube, stop: threading.Event) -> threading.Event:
+    """Start watches of the PinnedImageSets and MachineConfigPools; the event returned is
+    set on every change they see (and once each has listed). A resource the API server does
+    not serve, or the agent may not list, is not watched."""
+    wake = threading.Event()
+    for resource in WATCHED:
+        path = f"{API}/{resource}"
+        try:
+            kube.request("GET", path, {"limit": 1})
+        except ApiError as e:  # any other failure: the watch itself retries, backing off
+            if e.status in (403, 404):
+                log.info("Pinned images: not watching %s (%s); polling only", resource, e.status)
+                continue
+        informer = Informer(kube, path, on_change=lambda _k, _o: wake.set(), transform=_meta)
+        threading.Thread(
+            target=informer.run, args=(stop,), name=f"pinned-watch-{resource}", daemon=True
+        ).start()
+    return wake
+
+
+def _meta(obj: Obj) -> Obj:
+    """Only what the watch needs of each object: its name and version."""
+    meta = obj.get("metadata") or {}
+    return {"metadata": {"name": meta.get("name"), "resourceVersion": meta.get("resourceVersion")}}
+
+
+def run(
+    manager: PinnedImages,
+    stop: threading.Event,
+    interval: float | None = None,
+    wake: threading.Event | None = None,
+) -> None:
+    """Sync when ``wake`` is set (a watched change), else every ``interval`` seconds
+    (``$MCD_PINNED_IMAGES_INTERVAL``, else 30), until ``stop``; a failed sync is tried again
+    when its backoff is over (2 s doubling up to 5 minutes), or at a change."""
     every = interval or float(os.environ.get(INTERVAL_ENV) or 30.0)
+    wake = wake or threading.Event()
     while not stop.is_set():
+        wake.clear()
         try:
             manager.sync()
         except Exception:  # a bug: keep the agent alive and say so
             log.exception("Unexpected error syncing pinned images")
-        stop.wait(every)
+        deadline = time.monotonic() + every
+        retry = manager.retry_at()
+        if retry is not None:  # the backoff's time, but never sooner than 2 s or the poll
+            deadline = min(deadline, max(retry, time.monotonic() + min(every, 2.0)))
+        while not stop.is_set() and not wake.is_set() and time.monotonic() < deadline:
+            wake.wait(min(0.5, max(0.0, deadline - time.monotonic())))

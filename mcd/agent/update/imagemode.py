@@ -26,6 +26,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from mcd.host.bootloader import bootupd
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.fs.sealing import STATE_FILE_MODE
@@ -87,10 +88,10 @@ def apply_os(rpm: RpmOstree, root: Root, plan: UpdatePlan) -> None:
     if needs_repository(plan):
         repo = extensions.repository(root, plan.new.base_os_extensions_container_image)
     with repo:
-        _apply(rpm, plan)
+        _apply(rpm, root, plan)
 
 
-def _apply(rpm: RpmOstree, plan: UpdatePlan) -> None:
+def _apply(rpm: RpmOstree, root: Root, plan: UpdatePlan) -> None:
     d, old, new = plan.diff, plan.old, plan.new
     rpm.cleanup_pending()
     if d.os_update:
@@ -98,6 +99,10 @@ def _apply(rpm: RpmOstree, plan: UpdatePlan) -> None:
             log.info("Rebasing to the image %s (image mode)", new.ocl_image)
         elif old.ocl_image:
             log.info("Leaving image mode: rebasing to osImageURL %s", new.os_image_url)
+        try:  # upstream updateLayeredOS: the boot loader first, on Secure Boot systems
+            bootupd.run_bootloader_update(root, new.os_image_url)
+        except HostError as e:
+            log.warning("bootloader update failed: %s", e)
         # upstream updateLayeredOS asks rpm-ostree even for the booted image (the force file)
         rpm.rebase(new.os_image_url, even_if_booted=bool(new.ocl_image))
     if d.kargs:
