@@ -112,7 +112,7 @@ class PoolWriter:
         if taints is not None:
             patch["metadata"]["resourceVersion"] = resource_version
             patch["spec"] = {"taints": taints or None}
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
 
     def release(self, node: str, config: str, mark: str) -> Obj:
         """Take a node's ``desiredConfig`` back to ``config`` (its drain timed out) and mark
@@ -120,14 +120,22 @@ class PoolWriter:
         self.writes += 1
         annotations = {Annotation.DESIRED_CONFIG: config, DRAIN_RELEASED: mark}
         patch = {"metadata": {"annotations": annotations}}
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
 
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         """Replace the node's taints, only if it is still the version they were read from."""
         self.writes += 1
         patch = {"metadata": {"resourceVersion": resource_version},
                  "spec": {"taints": taints or None}}  # fmt: skip
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
+
+    def _node(self, node: str, patch: Obj) -> Obj:
+        """PATCH a Node; what comes back is what the controller caches of it
+        (:func:`node_fields`): a wave's hundreds of written Nodes are held until the pass
+        ends, and whole (managedFields and all) they were most of the peak memory."""
+        return node_fields(
+            self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        )
 
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
         """An Event on the pool (upstream's reasons); a failure is only logged. The message

@@ -40,6 +40,7 @@ from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
 from mcd.host.statusserver import StatusServer, parse_listen_address
+from mcd.model.pool.pools import name_of
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +237,10 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
+        pool_of = {name_of(n): pool for pool, nodes in snap.membership.members.items()
+                   for n in nodes}  # fmt: skip
         self.metrics.rollout.observe(
-            self.pools.items(), self.nodes.items(), reports, self.drains.blocked()
+            self.pools.items(), self.nodes.items(), reports, self.drains.blocked(), pool_of
         )
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
