@@ -184,9 +184,9 @@ class Agent:
 
     def _newest_node(self, refresh: bool) -> Obj:
         """The Node to decide from: never older than the agent's own last write; read afresh
-        on a periodic resync (a missed event is then found)."""
+        on a periodic resync unless the watch is live (a missed event is then found)."""
         writer = self.ctx.writer
-        if refresh:
+        if refresh and not self.watch.live():
             try:
                 node = writer.get()
             except ApiError as e:
