@@ -107,7 +107,7 @@ def main() -> None:
             session.install()
             test = TestCluster(work)
             kube = test.kube
-            doc = worker(test.name("rendered-idle"))
+            doc = worker(test.name("rendered-idle"), image="")  # a plain host: no OS image
             create_config(test, doc)
             progress(f"background: {BACKGROUND:.0f} s with no client")
             background = window(kube, BACKGROUND)
