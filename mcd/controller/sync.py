@@ -27,7 +27,7 @@ from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import NodeWrites
+from mcd.controller.writes import TAINT_BATCH, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
@@ -65,10 +65,6 @@ from mcd.model.pool.windows import (
 )
 
 log = logging.getLogger(__name__)
-
-TAINT_BATCH = 200
-"""Taint writes per pass, after its targets; the rest in the next passes (each write's watch
-event wakes one): 4,500 taints at once, a new config's on 5,000 nodes, held a wave back."""
 
 Clock = Callable[[], datetime]
 
