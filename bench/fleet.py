@@ -17,8 +17,8 @@ Reported beside the ideal (waves x update time) and the pacer: wall time per rol
 peak number of unavailable nodes (replayed in order from the watch stream: every event, no
 sampling), how long a free slot waits on average (a node Done to the next node's target: the
 pace's overhead, beside the pacer's), the controller's peak RSS (``VmHWM``), its CPU per node
-update, and its requests per node update (the API server's ``apiserver_request_total`` over the rollouts, minus this
-process's own requests, which it counts).
+update, and its requests per node update (the API server's ``apiserver_request_total`` over
+the rollouts, minus this process's own requests, which it counts).
 """
 
 from __future__ import annotations
