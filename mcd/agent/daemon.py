@@ -140,8 +140,9 @@ class Agent:
         )  # fmt: skip
         self.ctx.mcn = MachineConfigNodeReporter(self.kube, name)  # shared with pinned images
         self.pinned = pinning.PinnedImages(
-            self.kube, name, root, host.effects.systemd, self.ctx.mcn
-        )
+            self.kube, name, root, host.effects.systemd, self.ctx.mcn,
+            known_node=lambda: writer.current() if self.watch.live() else None,
+        )  # fmt: skip
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._waiting_for: set[str] = set()
