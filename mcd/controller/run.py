@@ -6,7 +6,7 @@ one request per retry). The leader lists and watches Nodes, MachineConfigPools a
 MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
 :mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
 coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
-second, so a big fleet's stream of Node changes costs a bounded share of a core; at most 0.25 s
+second, so a big fleet's stream of Node changes costs a bounded share of a core; at most 0.1 s
 once a node that was updating is Done, its slot free), at the latest every ``resync``
 seconds, and when a maintenance window opens. It
 renews the Lease between passes; a leader that finds another holder, or cannot renew within
@@ -51,7 +51,7 @@ SETTLE_PER_PASS = 20.0
 MAX_SETTLE = 0.5
 """Changes are coalesced for up to 20x the last pass's time (at most 0.5 s): a 5,000-node pass
 takes ~40 ms, and a pass per Node change would keep a core busy during a rollout."""
-FREED_SETTLE = 0.25
+FREED_SETTLE = 0.1
 """At most this long when a node that was updating became Done (its slot is free)."""
 LOOPBACK = ("127.", "localhost", "::1")
 
