@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout fleet format \
+.PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout fleet idle-footprint format \
 	mutation mutation-report
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
@@ -78,6 +78,12 @@ rollout:
 # rollouts beside a minimal pacer (MCD_FLEET_NODES, MCD_FLEET_UPDATE_SECONDS); heavy: on demand
 fleet:
 	$(BIN)/python -m bench.fleet
+
+# The agents' idle API footprint per node per hour on a real kube-apiserver, by verb and
+# resource (its apiserver_request_total), beside minimal Node watchers (MCD_IDLE_AGENTS,
+# MCD_IDLE_SECONDS); ~17 minutes, mostly idle: on demand
+idle-footprint:
+	$(BIN)/python -m bench.idle_footprint
 
 test: lint unit real-stage bench-ratios
 

@@ -15,18 +15,21 @@ write of ``currentConfig`` and ``state: Done``. Then:
 
 Reported beside the ideal (waves x update time) and the pacer: wall time per rollout, the
 peak number of unavailable nodes (replayed in order from the watch stream: every event, no
-sampling), the controller's peak RSS (``VmHWM``), its CPU per node update, and its requests per
-node update (the API server's ``apiserver_request_total`` over the rollouts, minus this
-process's own requests, which it counts).
+sampling), how long a free slot waits on average (a node Done to the next node's target: the
+pace's overhead, beside the pacer's), the controller's peak RSS (``VmHWM``), its CPU per node
+update, and its requests per node update (the API server's ``apiserver_request_total`` over
+the rollouts, minus this process's own requests, which it counts).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import heapq
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +106,8 @@ class Fleet:
         self._lock = threading.Lock()
         self._writers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent")
         self._rv = ""
+        self.refills: list[float] = []
+        self._freed: collections.deque[float] = collections.deque()
 
     def start(self) -> None:
         listing = self.kube.request("GET", NODES)
@@ -115,6 +120,12 @@ class Fleet:
     def reset_peak(self) -> None:
         with self._lock:
             self.peak = len(self.unavailable)
+            self.refills, self._freed = [], collections.deque()
+
+    def refill(self) -> float:
+        """Mean seconds from a node's Done (its slot free) to the next node's target."""
+        with self._lock:
+            return statistics.mean(self.refills) if self.refills else 0.0
 
     def _watch(self) -> None:
         while not self.stop.is_set():
@@ -143,6 +154,11 @@ class Fleet:
         cordon = bool((node.get("spec") or {}).get("unschedulable"))
         with self._lock:
             self.events += 1
+            before = self.nodes.get(name)
+            if before is not None and before[1] != desired and desired != current and self._freed:
+                self.refills.append(time.monotonic() - self._freed.popleft())  # a slot refilled
+            if name in self.unavailable and current == desired and state == "Done" and not cordon:
+                self._freed.append(time.monotonic())
             self.nodes[name] = (current, desired, state, cordon)
             if current != desired or state != "Done" or cordon:
                 self.unavailable.add(name)
@@ -225,6 +241,17 @@ def proc_usage(pid: int) -> tuple[float, float]:
     hwm = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                if line.startswith("VmHWM:"))  # fmt: skip
     return cpu, int(hwm.split()[1]) / 1024
+
+
+def profiler(pid: int) -> subprocess.Popen[bytes] | None:
+    """With ``MCD_FLEET_PYSPY=FILE``: py-spy samples every busy thread of the controller over
+    the rollouts (100 Hz, without stopping it) into FILE (collapsed stacks)."""
+    out = os.environ.get("MCD_FLEET_PYSPY")
+    if not out:
+        return None
+    spy = Path(sys.executable).parent / "py-spy"
+    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--nonblocking", "-r", "100",
+                             "-f", "raw", "-o", out], stdout=subprocess.DEVNULL)  # fmt: skip
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -330,8 +357,10 @@ def main() -> None:
             cluster.guard(ctl.pid, "controller")
             wait_for(lambda: pool_on(kube, first), 300, "the pool Updated on its first config")
             progress("controller started; the pool is Updated")
-            walls, peaks = [], []
-            cpu0, _ = proc_usage(ctl.pid)
+            walls, peaks, refills = [], [], []
+            cpu0, rss0 = proc_usage(ctl.pid)
+            progress(f"controller after its first sync: {cpu0:.1f} s CPU, peak RSS {rss0:.1f} MiB")
+            spy = profiler(ctl.pid)
             served0, mine0 = server_requests(kube), CountingKube.count
             for name in ("50-fleet-a", "50-fleet-b"):
                 before = target_of(kube)
@@ -343,8 +372,13 @@ def main() -> None:
                 wait_for(lambda c=new: pool_on(kube, c), 3600, f"rollout of {name}")  # type: ignore[misc]
                 walls.append(time.monotonic() - t)
                 peaks.append(fleet.peak)
-                progress(f"rollout {name}: {walls[-1]:.1f} s, peak unavailable {fleet.peak}")
+                refills.append(fleet.refill())
+                progress(f"rollout {name}: {walls[-1]:.1f} s, peak unavailable {fleet.peak}, "
+                         f"a free slot waited {refills[-1]:.2f} s on average")  # fmt: skip
             cpu1, rss = proc_usage(ctl.pid)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(60)
             served = server_requests(kube) - served0 - (CountingKube.count - mine0) - 1
             ctl.send_signal(signal.SIGTERM)
             ctl.wait(60)
@@ -352,8 +386,9 @@ def main() -> None:
             wait_for(lambda: fleet is not None and fleet.all_on(new), 60, "settled")
             fleet.reset_peak()
             pacer = pace(fleet, kube, "rendered-worker-pacer", limit)
-            pacer_peak = fleet.peak
-            progress(f"pacer: {pacer:.1f} s, peak unavailable {pacer_peak}")
+            pacer_peak, pacer_refill = fleet.peak, fleet.refill()
+            progress(f"pacer: {pacer:.1f} s, peak unavailable {pacer_peak}, "
+                     f"a free slot waited {pacer_refill:.2f} s on average")  # fmt: skip
         finally:
             if fleet is not None:
                 fleet.stop.set()
@@ -375,6 +410,10 @@ def main() -> None:
     rows += [
         Row(f"rollout {i + 1} wall vs ideal", w, ideal, "(report only)", True)
         for i, w in enumerate(walls)
+    ]
+    rows += [
+        Row(f"rollout {i + 1} wait of a free slot", r, pacer_refill, "(report only)", True)
+        for i, r in enumerate(refills)
     ]
     rows += [
         Row(

@@ -140,8 +140,9 @@ class Agent:
         )  # fmt: skip
         self.ctx.mcn = MachineConfigNodeReporter(self.kube, name)  # shared with pinned images
         self.pinned = pinning.PinnedImages(
-            self.kube, name, root, host.effects.systemd, self.ctx.mcn
-        )
+            self.kube, name, root, host.effects.systemd, self.ctx.mcn,
+            known_node=lambda: writer.current() if self.watch.live() else None,
+        )  # fmt: skip
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._waiting_for: set[str] = set()
@@ -184,9 +185,9 @@ class Agent:
 
     def _newest_node(self, refresh: bool) -> Obj:
         """The Node to decide from: never older than the agent's own last write; read afresh
-        on a periodic resync (a missed event is then found)."""
+        on a periodic resync unless the watch is live (a missed event is then found)."""
         writer = self.ctx.writer
-        if refresh:
+        if refresh and not self.watch.live():
             try:
                 node = writer.get()
             except ApiError as e:

@@ -155,10 +155,16 @@ class Kube:
         return json.loads(data) if data else {}
 
     def stream(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[Obj]:
-        """A watch: one dict per JSON line until the server ends the stream."""
+        """A watch: one dict per JSON line until the server ends the stream.
+
+        A stream cut short (the connection closed between chunks, inside one, or inside an
+        event's line) ends with an :class:`ApiError` (reason ``StreamCut``) saying so and
+        how many events came before: the caller resumes from the last one it took in.
+        """
         response = self._call(
             "GET", path, {**query, "watch": "true"}, None, JSON, timeout, stream=True
         )
+        events = 0
         try:
             pending = b""
             for chunk in response.stream(4096, decode_content=False):
@@ -166,9 +172,16 @@ class Kube:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if line.strip():
+                        events += 1
                         yield json.loads(line)
             if pending.strip():
-                yield json.loads(pending)
+                try:
+                    last = json.loads(pending)
+                except ValueError:
+                    raise self._cut(path, events, f"{len(pending)} bytes of an event") from None
+                yield last
+        except urllib3.exceptions.ProtocolError as e:
+            raise self._cut(path, events, network_cause(e)) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise self._unreachable(f"watch {path} ended", e) from e
         finally:
@@ -210,6 +223,11 @@ class Kube:
         """One line naming the server and the innermost cause, not urllib3's nested repr."""
         return ApiError(0, "Unreachable", f"{self.server}: {what}: {network_cause(e)}")
 
+    def _cut(self, path: str, events: int, why: str) -> ApiError:
+        """A watch stream that ended without the end of its body."""
+        message = f"{self.server}: watch {path} cut short after {events} events ({why})"
+        return ApiError(0, "StreamCut", message)
+
 
 def network_cause(e: BaseException) -> str:
     """``Connection refused``, ``timed out``...: the innermost cause of a network error."""
@@ -220,11 +238,12 @@ def network_cause(e: BaseException) -> str:
         if isinstance(current, OSError) and current.strerror:
             return str(current.strerror)
         nested = getattr(current, "reason", None)
-        current = (
-            nested
-            if isinstance(nested, BaseException)
-            else (current.__cause__ or current.__context__)
-        )
+        if isinstance(nested, BaseException):
+            current = nested
+        elif current.__cause__ is not None or current.__suppress_context__:
+            current = current.__cause__  # ``raise ... from None``: the context is no cause
+        else:
+            current = current.__context__
     text = str(seen[-1]) or type(seen[-1]).__name__
     # urllib3 puts "<urllib3.connection.HTTPConnection object at 0x7f...>: " before the cause
     return re.sub(r"<[^<>]* object at 0x[0-9a-f]+>: ", "", text)

@@ -7,6 +7,7 @@ do: ``spec.configuration`` through the object, everything else through ``/status
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,20 +33,26 @@ NODE_ANNOTATIONS = ("machineconfiguration.openshift.io/", "mcd-project.github.io
 def node_fields(node: Obj) -> Obj:
     """What the controller reads of a Node (its informer keeps only this): name, uid,
     resourceVersion, creation time, labels, mcd's and upstream's annotations, taints, the
-    cordon and the conditions' type and status."""
+    cordon and the conditions' type and status. The strings Nodes repeat (keys, config
+    names, states, label values) are kept once for all of them (``sys.intern``)."""
     meta = node.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+    annotations = {_shared(k): _shared(v) for k, v in (meta.get("annotations") or {}).items()
                    if k.startswith(NODE_ANNOTATIONS)}  # fmt: skip
     kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "creationTimestamp")
             if k in meta}  # fmt: skip
+    labels = {_shared(k): _shared(v) for k, v in (meta.get("labels") or {}).items()}
     spec = node.get("spec") or {}
-    conditions = [{"type": c.get("type"), "status": c.get("status")}
+    conditions = [{"type": _shared(c.get("type")), "status": _shared(c.get("status"))}
                   for c in (node.get("status") or {}).get("conditions") or []]  # fmt: skip
     return {
-        "metadata": {**kept, "labels": dict(meta.get("labels") or {}), "annotations": annotations},
+        "metadata": {**kept, "labels": labels, "annotations": annotations},
         "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
         "status": {"conditions": conditions},
     }
+
+
+def _shared(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 256 else value
 
 
 class PoolWriter:
@@ -112,7 +119,7 @@ class PoolWriter:
         if taints is not None:
             patch["metadata"]["resourceVersion"] = resource_version
             patch["spec"] = {"taints": taints or None}
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
 
     def release(self, node: str, config: str, mark: str) -> Obj:
         """Take a node's ``desiredConfig`` back to ``config`` (its drain timed out) and mark
@@ -120,14 +127,22 @@ class PoolWriter:
         self.writes += 1
         annotations = {Annotation.DESIRED_CONFIG: config, DRAIN_RELEASED: mark}
         patch = {"metadata": {"annotations": annotations}}
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
 
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         """Replace the node's taints, only if it is still the version they were read from."""
         self.writes += 1
         patch = {"metadata": {"resourceVersion": resource_version},
                  "spec": {"taints": taints or None}}  # fmt: skip
-        return self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        return self._node(node, patch)
+
+    def _node(self, node: str, patch: Obj) -> Obj:
+        """PATCH a Node; what comes back is what the controller caches of it
+        (:func:`node_fields`): a wave's hundreds of written Nodes are held until the pass
+        ends, and whole (managedFields and all) they were most of the peak memory."""
+        return node_fields(
+            self.kube.request("PATCH", f"{NODES}/{node}", body=patch, content_type=MERGE_PATCH)
+        )
 
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
         """An Event on the pool (upstream's reasons); a failure is only logged. The message

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from mcd.cluster.api import ApiError, Kube, Obj
 log = logging.getLogger(__name__)
 
 NODES = "/api/v1/nodes"
+LIVE_SECONDS = 120.0
+"""A watch that delivered an event or a bookmark this recently, on a stream still open, is
+live: its Node is the server's (a real API server sends a bookmark about once a minute)."""
 
 
 @dataclass
@@ -62,6 +66,14 @@ class NodeWatch:
         self.resource_version: str | None = None
         self.relists = 0
         self.reconnects = 0
+        self.open = False
+        self.heard_at: float | None = None
+
+    def live(self, within: float = LIVE_SECONDS) -> bool:
+        """The stream is open and delivered an event or a bookmark in the last ``within``
+        seconds: nothing it carries can have been missed (a resync need not read the Node)."""
+        heard = self.heard_at
+        return self.open and heard is not None and time.monotonic() - heard < within
 
     @property
     def selector(self) -> str:
@@ -74,8 +86,10 @@ class NodeWatch:
                 if self.resource_version is None:
                     self._relist()
                 self._watch_once(stop)
+                self.open = False
                 self.backoff.reset()
             except ApiError as e:
+                self.open = False
                 delay = self.backoff.next()
                 self.reconnects += 1
                 log.warning(
@@ -85,10 +99,12 @@ class NodeWatch:
                     self.on_error(e)
                 stop.wait(delay)
             except ValueError as e:  # a garbled line: start over from the last version
+                self.open = False
                 delay = self.backoff.next()
                 log.warning("Watch of node %s returned bad data (%s); retrying", self.node_name, e)
                 stop.wait(delay)
             except Exception:  # never let the watch die: a dead watch would lose every change
+                self.open = False
                 delay = self.backoff.next()
                 self.reconnects += 1
                 self.resource_version = None  # list again: nothing seen since can be trusted
@@ -113,6 +129,7 @@ class NodeWatch:
         }
         for event in self.kube.stream(NODES, query, timeout=2 * self.watch_seconds + 30):
             kind, obj = event.get("type"), event.get("object") or {}
+            self.open, self.heard_at = kind != "ERROR", time.monotonic()
             if kind == "ERROR":
                 if obj.get("code") == 410:
                     log.info(

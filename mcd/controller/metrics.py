@@ -190,18 +190,25 @@ class RolloutMetrics(Collector):
         nodes: Sequence[Obj],
         reports: Sequence[PoolReport],
         blocked: Mapping[str, str],
+        pool_of: Mapping[str, str] | None = None,
     ) -> None:
+        """``pool_of``: each node's pool, as the pass found it (else each node's primary
+        pool is worked out again here)."""
         by_name = {name_of(p): p for p in pools}
         now = self.clock()
         figures: dict[str, PoolRollout] = {}
         members_of: dict[str, list[Obj]] = {}
         for node in nodes:  # each node's primary pool once (nodes_for_pool per pool is N x P)
-            try:
-                primary = primary_pool(node, pools)
-            except SelectorError:
-                continue
-            if primary is not None:
-                members_of.setdefault(name_of(primary), []).append(node)
+            if pool_of is not None:
+                primary_name = pool_of.get(name_of(node))
+            else:
+                try:
+                    primary = primary_pool(node, pools)
+                except SelectorError:
+                    continue
+                primary_name = name_of(primary) if primary is not None else None
+            if primary_name is not None:
+                members_of.setdefault(primary_name, []).append(node)
         for report in reports:
             pool = by_name.get(report.name)
             if pool is None:

@@ -4,10 +4,11 @@ A replica first takes the Lease (``mcd-controller`` in its namespace); until it 
 it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
 one request per retry). The leader lists and watches Nodes, MachineConfigPools and
 MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
-:mod:`mcd.controller.drain`) whenever one of them changes (changes
-arriving together are coalesced: for ``settle`` seconds, or 20 times as long as the last pass
-took, at most half a second, so a big fleet's stream of Node changes costs a bounded share of
-a core), at the latest every ``resync`` seconds, and when a maintenance window opens. It
+:mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
+coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
+second, so a big fleet's stream of Node changes costs a bounded share of a core; at most 0.1 s
+once a node that was updating is Done, its slot free), at the latest every ``resync``
+seconds, and when a maintenance window opens. It
 renews the Lease between passes; a leader that finds another holder, or cannot renew within
 two thirds of the Lease duration, stops with exit code 1 (as client-go's
 ``OnStoppedLeading``), so two replicas never act at once. SIGTERM releases the Lease.
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import FrameType
+from typing import Any
 
 from mcd import __version__
 from mcd.cluster.api import ApiError, Kube, load_client
@@ -40,6 +42,7 @@ from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
 from mcd.host.statusserver import StatusServer, parse_listen_address
+from mcd.model.pool.pools import NodeView, name_of
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ SETTLE_PER_PASS = 20.0
 MAX_SETTLE = 0.5
 """Changes are coalesced for up to 20x the last pass's time (at most 0.5 s): a 5,000-node pass
 takes ~40 ms, and a pass per Node change would keep a core busy during a rollout."""
+FREED_SETTLE = 0.1
+"""At most this long when a node that was updating became Done (its slot is free)."""
 LOOPBACK = ("127.", "localhost", "::1")
 
 
@@ -98,7 +103,11 @@ class Controller:
         self.wake = threading.Event()
         self.pools = Informer(self.kube, POOLS, self._changed)
         self.configs = Informer(self.kube, MACHINECONFIGS, self._changed, copies=False)
-        self.nodes = Informer(self.kube, NODES, self._changed, transform=node_fields, copies=False)
+        self.freed = threading.Event()  # a node became Done: a slot is free, no settling
+        self._done: dict[str, bool] = {}
+        self.nodes = Informer(
+            self.kube, NODES, self._node_changed, transform=node_fields, copies=False
+        )
         self.drains = DrainController(
             self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
         )
@@ -139,6 +148,19 @@ class Controller:
         return "" if all(i.synced.is_set() for i in caches) else "caches not synced yet"
 
     def _changed(self, _kind: str, _obj: dict[str, object]) -> None:
+        self.wake.set()
+
+    def _node_changed(self, kind: str, node: dict[str, Any]) -> None:
+        """A node that was updating and is now Done frees a slot of its pool: the next pass
+        starts without settling (the pace of a rollout is the pace of these)."""
+        name = name_of(node)
+        if name:
+            done = kind != "DELETED" and NodeView.of(node).done
+            if done and self._done.get(name) is False:
+                self.freed.set()
+            self._done[name] = done
+            if kind == "DELETED":
+                del self._done[name]
         self.wake.set()
 
     # -- the loop -----------------------------------------------------------------------
@@ -204,6 +226,7 @@ class Controller:
                     self.metrics.leader.set(0)
                     return 1
             self.wake.clear()
+            self.freed.clear()
             try:
                 began = time.monotonic()
                 next_window = self._pass()
@@ -217,6 +240,8 @@ class Controller:
                 timeout = max(0.0, min(timeout, until + 0.5))
             if self.wake.wait(timeout):
                 settle = max(self.options.settle, min(MAX_SETTLE, SETTLE_PER_PASS * took))
+                if self.freed.is_set():  # a slot is free: the wave waits for no more
+                    settle = min(settle, max(self.options.settle, FREED_SETTLE))
                 self.stop.wait(settle)  # coalesce a burst of changes
         return self._release()
 
@@ -236,8 +261,10 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
+        pool_of = {name_of(n): pool for pool, nodes in snap.membership.members.items()
+                   for n in nodes}  # fmt: skip
         self.metrics.rollout.observe(
-            self.pools.items(), self.nodes.items(), reports, self.drains.blocked()
+            self.pools.items(), self.nodes.items(), reports, self.drains.blocked(), pool_of
         )
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,

@@ -27,7 +27,7 @@ from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import NodeWrites
+from mcd.controller.writes import TAINT_BATCH, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
@@ -122,19 +122,23 @@ class Syncer:
     estimates: Estimates = field(default_factory=Estimates)
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
-    _views: dict[str, tuple[str, NodeView]] = field(default_factory=dict)
+    _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
         have not changed since the last one)."""
+        return self._facts(node)[0]
+
+    def _facts(self, node: Mapping[str, Any]) -> tuple[NodeView, bool]:
+        """The node's view and whether it carries the update taint, kept per resourceVersion."""
         meta = node.get("metadata") or {}
         name, version = str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
         cached = self._views.get(name)
         if cached is not None and version and cached[0] == version:
-            return cached[1]
-        view = NodeView.of(node)
-        self._views[name] = (version, view)
-        return view
+            return cached[1], cached[2]
+        view, tainted = NodeView.of(node), has_update_taint(node)
+        self._views[name] = (version, view, tainted)
+        return view, tainted
 
     def __post_init__(self) -> None:
         if self.render_step is None:
@@ -179,6 +183,7 @@ class Syncer:
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
         window, window_error = self._window(pool, now)
         members = {name_of(n): n for n in snap.membership.nodes_of(name)}
+        latest = dict(members)  # the Nodes written in this pass replace theirs
         gate, policy_error = self.policy_step.gate(pool, views, members, now)
         rollout = Rollout()
         if selects_all(spec.get("nodeSelector")):
@@ -189,7 +194,6 @@ class Syncer:
                 warning=True,
             )
         else:
-            latest = {name_of(n): n for n in snap.membership.nodes_of(name)}
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
                 self._taint(pool, snap, latest)  # needs no taint put on and taken off
@@ -281,9 +285,10 @@ class Syncer:
         todo: list[tuple[str, list[Any], str]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
-            wanted = self._view(node).desired != target
-            if wanted == has_update_taint(node):
+            view, tainted = self._facts(node)
+            if (view.desired != target) == tainted:
                 continue
+            wanted = not tainted
             meta = node.get("metadata") or {}
             todo.append((str(meta.get("name")), with_update_taint(node, wanted),
                          str(meta.get("resourceVersion") or "")))  # fmt: skip
@@ -292,7 +297,7 @@ class Syncer:
             self.observe_node(written)
             latest[name_of(written)] = written
 
-        self._writes.each(lambda t: self.writer.set_taints(*t), todo, taken)
+        self._writes.each(lambda t: self.writer.set_taints(*t), todo[:TAINT_BATCH], taken)
 
     def _roll_out(
         self,

@@ -12,6 +12,9 @@ from mcd.cluster.api import ApiError, Obj
 T = TypeVar("T")
 WRITERS = 6
 """Node writes in flight at once (the API connection pool holds 10, three of them watches)."""
+TAINT_BATCH = 200
+"""Taint writes per pass, after its targets; the rest in the next passes (each write's watch
+event wakes one): 4,500 taints at once, a new config's on 5,000 nodes, held a wave back."""
 
 
 class NodeWrites:

@@ -124,3 +124,25 @@ def test_periodic_resync_corrects_a_change_the_watch_never_delivered(
     kube_cluster.annotate(node.name, {Annotation.STATE: "Working"})
     node.wait_state("Done", name, timeout=10)
     assert "Watch of node" in node.log()  # the watch was down the whole time
+
+
+@pytest.mark.fake_only("counts the agent's requests in the fake's log")
+def test_a_resync_on_a_live_watch_reads_nothing_and_on_a_dead_one_reads_the_node(
+    make_node: NodeFactory, kube_cluster: TestCluster, fake_api: FakeApiServer
+) -> None:
+    """Issue 31: a live watch (events or bookmarks, the stream open) already holds the Node,
+    so an idle agent's resync costs no request; once the watch is down it reads the Node."""
+    node = make_node(extra_args=("--resync-interval", "1"))
+    boot_on(node, kube_cluster)
+    path = f"/api/v1/nodes/{node.name}"
+
+    def reads() -> int:
+        return sum(1 for r in list(fake_api.requests)
+                   if r.method == "GET" and r.path == path and r.user_agent.startswith(USER_AGENT))  # fmt: skip
+
+    before = reads()
+    time.sleep(4)  # four resyncs, bookmarks every 2 s
+    assert reads() == before
+    fake_api.fail_next(10_000, 500, lambda m, p: m == "GET" and p == "/api/v1/nodes", USER_AGENT)
+    fake_api.drop_watches()
+    node.wait_for(lambda: reads() > before, timeout=10, what="a resync reading the Node")

@@ -62,8 +62,11 @@ class PinnedImages:
         minimum: int = p.MIN_FREE_AFTER_PREFETCH,
         backoff: Sequence[float] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        known_node: Callable[[], Obj | None] = lambda: None,
     ) -> None:
+        """``known_node``: the Node the agent's live watch holds (None: read it)."""
         self.kube, self.node_name, self.root = kube, node_name, root
+        self.known_node = known_node
         self.systemd, self.reporter = systemd, reporter
         self.cri = cri or Cri(root)
         self.minimum = minimum
@@ -105,7 +108,7 @@ class PinnedImages:
         """One pass; the error reported, or None. Errors reading the cluster are logged and
         left for the next pass."""
         try:
-            node = self.kube.request("GET", node_path(self.node_name))
+            node = self.known_node() or self.kube.request("GET", node_path(self.node_name))
         except ApiError as e:
             log.warning("Pinned images: cannot read node %s: %s", self.node_name, e)
             return None

@@ -19,6 +19,7 @@ node) keeps upstream's assumption of a CoreOS node.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,7 +92,19 @@ COREOS = HostSupport(os="", os_image=RPM_OSTREE, kernel_arguments=RPM_OSTREE)
 
 def support_from_annotation(value: str) -> HostSupport | None:
     """The :class:`HostSupport` a node published (its annotation), None when absent or not
-    one mcd wrote (never trusted further than its known values)."""
+    one mcd wrote (never trusted further than its known values). The last few short values
+    are kept parsed: a pass reads every node's, and a fleet's hosts publish a handful."""
+    if not value:
+        return None
+    return _support_cached(value) if len(value) <= 1024 else _support(value)
+
+
+@functools.lru_cache(maxsize=64)
+def _support_cached(value: str) -> HostSupport | None:
+    return _support(value)
+
+
+def _support(value: str) -> HostSupport | None:
     try:
         raw = json.loads(value)
     except ValueError:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd.model.pool.pools import MASTER, WORKER, labels_of, name_of, selects_all
+from mcd.model.pool.pools import MASTER, WORKER, name_of, selects_all
 
 Obj = Mapping[str, Any]
 
@@ -120,7 +120,7 @@ def membership(pools: Sequence[Obj], nodes: Sequence[Obj]) -> Membership:
     conflicts: dict[str, tuple[str, ...]] = {}
     alerts: dict[str, int] = {}
     for node in nodes:
-        labels = labels_of(node)
+        labels = (node.get("metadata") or {}).get("labels") or {}  # read, never copied
         matching = [name for name, exprs, want in usable if _matches(exprs, want, labels)]
         if not matching:
             continue
