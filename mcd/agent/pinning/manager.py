@@ -7,9 +7,10 @@ CRI-O is reloaded, and the MachineConfigNode says how it went: ``status.pinnedIm
 at their generation, with the drop-in as it should be, writes nothing.
 
 As upstream's informers, watches of the PinnedImageSets and MachineConfigPools
-(:func:`watch_changes`) wake a sync on any change; the poll every ``$MCD_PINNED_IMAGES_INTERVAL``
-seconds (30) stays only as a resync. Where the API has no PinnedImageSets, or the agent may
-not watch them, the poll alone runs.
+(:func:`watch_changes`) wake a sync on any change, and a sync reads the pool and its sets from
+their caches (an idle agent's sync costs no request); the poll every
+``$MCD_PINNED_IMAGES_INTERVAL`` seconds (30) stays only as a resync. Where the API has no
+PinnedImageSets, or the agent may not watch them, the poll alone runs, with GETs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.informer import Informer
@@ -77,30 +79,41 @@ class PinnedImages:
         """uid -> generation of each set pulled and pinned."""
         self._failed: tuple[object, str, float, float] | None = None
         """After a failure: what it was tried on, the error, when to try again, the delay."""
+        self.caches: Mapping[str, Informer] = {}
+        """The watches' caches of pools and sets, by resource (:func:`watch_changes`)."""
 
     # -- reading the cluster --------------------------------------------------------------
 
     def _sets(self, node: Obj) -> list[p.ImageSet] | None:
         """The sets of the node's pool; None when the pool does not exist (nothing to do)."""
-        pool = pool_of((node.get("metadata") or {}).get("labels") or {})
+        pool = self._read(
+            "machineconfigpools", pool_of((node.get("metadata") or {}).get("labels") or {})
+        )
+        if pool is None:
+            return None
+        found = []
+        for name in p.pool_set_names(pool):
+            obj = self._read("pinnedimagesets", name)
+            if obj is None:
+                raise SyncFailed(
+                    f'failed to get PinnedImageSet "{name}": pinnedimagesets.'
+                    f'machineconfiguration.openshift.io "{name}" not found'
+                )
+            found.append(p.image_set(obj))
+        return found
+
+    def _read(self, resource: str, name: str) -> Obj | None:
+        """One object: from the watch's cache once it has listed (upstream's listers: a sync
+        costs no request), else a GET; None when it does not exist."""
+        cache = self.caches.get(resource)
+        if cache is not None and cache.synced.is_set():
+            return cache.get(name)
         try:
-            obj = self.kube.request("GET", f"{API}/machineconfigpools/{pool}")
+            return self.kube.request("GET", f"{API}/{resource}/{name}")
         except ApiError as e:
             if e.status == 404:
                 return None
             raise
-        found = []
-        for name in p.pool_set_names(obj):
-            try:
-                found.append(p.image_set(self.kube.request("GET", f"{API}/pinnedimagesets/{name}")))
-            except ApiError as e:
-                if e.status != 404:
-                    raise
-                raise SyncFailed(
-                    f'failed to get PinnedImageSet "{name}": pinnedimagesets.'
-                    f'machineconfiguration.openshift.io "{name}" not found'
-                ) from e
-        return found
 
     # -- one sync -------------------------------------------------------------------------
 
@@ -230,15 +243,43 @@ class PinnedImages:
             ) from e
 
 
-WATCHED = ("pinnedimagesets", "machineconfigpools")
+@dataclass
+class Watches:
+    """What :func:`watch_changes` started: ``wake`` is set on every change they see (and once
+    each has listed); ``caches`` hold what a sync reads, by resource."""
+
+    wake: threading.Event
+    caches: dict[str, Informer] = field(default_factory=dict)
 
 
-def watch_changes(kube: Kube, stop: threading.Event) -> threading.Event:
-    """Start watches of the PinnedImageSets and MachineConfigPools; the event returned is
-    set on every change they see (and once each has listed). A resource the API server does
-    not serve, or the agent may not list, is not watched."""
-    wake = threading.Event()
-    for resource in WATCHED:
+def _pool_fields(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    return {
+        "metadata": {k: meta.get(k) for k in ("name", "resourceVersion")},
+        "spec": {"pinnedImageSets": (obj.get("spec") or {}).get("pinnedImageSets")},
+    }
+
+
+def _set_fields(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    return {
+        "metadata": {k: meta.get(k) for k in ("name", "uid", "generation", "resourceVersion")},
+        "spec": {"pinnedImages": (obj.get("spec") or {}).get("pinnedImages")},
+    }
+
+
+WATCHED: dict[str, Callable[[Obj], Obj]] = {
+    "pinnedimagesets": _set_fields,
+    "machineconfigpools": _pool_fields,
+}
+"""Each watched resource, with the fields a sync reads of it (all its cache keeps)."""
+
+
+def watch_changes(kube: Kube, stop: threading.Event) -> Watches:
+    """Start watches of the PinnedImageSets and MachineConfigPools. A resource the API server
+    does not serve, or the agent may not list, is not watched: its reads stay GETs."""
+    watches = Watches(threading.Event())
+    for resource, fields in WATCHED.items():
         path = f"{API}/{resource}"
         try:
             kube.request("GET", path, {"limit": 1})
@@ -246,30 +287,31 @@ def watch_changes(kube: Kube, stop: threading.Event) -> threading.Event:
             if e.status in (403, 404):
                 log.info("Pinned images: not watching %s (%s); polling only", resource, e.status)
                 continue
-        informer = Informer(kube, path, on_change=lambda _k, _o: wake.set(), transform=_meta)
+        informer = Informer(
+            kube, path, on_change=lambda _k, _o: watches.wake.set(), transform=fields,
+            copies=False,
+        )  # fmt: skip
+        watches.caches[resource] = informer
         threading.Thread(
             target=informer.run, args=(stop,), name=f"pinned-watch-{resource}", daemon=True
         ).start()
-    return wake
-
-
-def _meta(obj: Obj) -> Obj:
-    """Only what the watch needs of each object: its name and version."""
-    meta = obj.get("metadata") or {}
-    return {"metadata": {"name": meta.get("name"), "resourceVersion": meta.get("resourceVersion")}}
+    return watches
 
 
 def run(
     manager: PinnedImages,
     stop: threading.Event,
     interval: float | None = None,
-    wake: threading.Event | None = None,
+    watches: Watches | None = None,
 ) -> None:
-    """Sync when ``wake`` is set (a watched change), else every ``interval`` seconds
+    """Sync when a watch wakes it (a change), else every ``interval`` seconds
     (``$MCD_PINNED_IMAGES_INTERVAL``, else 30), until ``stop``; a failed sync is tried again
-    when its backoff is over (2 s doubling up to 5 minutes), or at a change."""
+    when its backoff is over (2 s doubling up to 5 minutes), or at a change. With ``watches``,
+    a sync reads the pool and its sets from their caches."""
     every = interval or float(os.environ.get(INTERVAL_ENV) or 30.0)
-    wake = wake or threading.Event()
+    wake = watches.wake if watches is not None else threading.Event()
+    if watches is not None:
+        manager.caches = watches.caches
     while not stop.is_set():
         wake.clear()
         try:
