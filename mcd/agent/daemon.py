@@ -369,8 +369,7 @@ class Agent:
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
         self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
-        self._start("pinned-images", lambda: pinning.run(
-            self.pinned, self.stop, watches=pinning.watch_changes(self.kube, self.stop)))  # fmt: skip
+        self._start("pinned-images", lambda: pinning.serve(self.pinned, self.stop))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", lambda: poll_kubelet(
                 self.options.kubelet_healthz_endpoint, self.options.kubelet_interval,

@@ -324,3 +324,8 @@ def run(
             deadline = min(deadline, max(retry, time.monotonic() + min(every, 2.0)))
         while not stop.is_set() and not wake.is_set() and time.monotonic() < deadline:
             wake.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def serve(manager: PinnedImages, stop: threading.Event) -> None:
+    """The agent's pinned-images thread: the watches, then :func:`run` on them."""
+    run(manager, stop, watches=watch_changes(manager.kube, stop))
