@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,15 +126,23 @@ def test_a_passing_canary_lets_the_rest_go_after_the_soak(
     try:
         wait(lambda: desired(cluster, canary) == second, 30, "the canary targeted", ctl.log)
         play_agent(cluster, canary, second)
-        wait(lambda: pool_condition(cluster, "worker", "Canary").get("reason") == "Soaking",
-             30, "soaking", ctl.log)  # fmt: skip
+        seen: dict[str, Any] = {}  # the condition as read when it said Soaking
+
+        def soaking_now() -> bool:
+            seen.clear()
+            seen.update(pool_condition(cluster, "worker", "Canary"))
+            return seen.get("reason") == "Soaking"
+
+        wait(soaking_now, 30, "soaking", ctl.log)
         soaking = time.monotonic()
-        assert "soaking until" in pool_condition(cluster, "worker", "Canary")["message"]
+        assert "soaking until" in seen["message"]
         time.sleep(2)
         assert [desired(cluster, n) for n in rest] == [first, first]
         wait(lambda: all(desired(cluster, n) == second for n in rest), 30, "the rest", ctl.log)
         assert time.monotonic() - soaking >= 3.0  # the soak (5 s, less the polling slack)
-        assert pool_condition(cluster, "worker", "Canary")["reason"] == "Passed"
+        # the pool's status is written after the pass's node targets: read it once it is
+        wait(lambda: pool_condition(cluster, "worker", "Canary").get("reason") == "Passed",
+             10, "the canary passed", ctl.log)  # fmt: skip
         assert pool_condition(cluster, "worker", "RolloutHalted") == {}
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
