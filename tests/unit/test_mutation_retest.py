@@ -23,19 +23,19 @@ def meta(codes: dict[str, int | None]) -> dict[str, object]:
 def test_only_the_rooms_named_lose_their_survivors_and_untested_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    files = {
+    files: dict[str, dict[str, int | None]] = {
         "node/pinned.py": {"a": 0, "b": 33, "c": 1, "d": None, "e": 36},
         "pool/canary.py": {"f": 0},
         "gate.py": {"g": 33, "h": 1},
     }
-    for name, codes in files.items():
+    for name, verdicts in files.items():
         source = tmp_path / "mcd/model" / name
         source.parent.mkdir(parents=True, exist_ok=True)
         (source.parent / "__init__.py").write_text("")
         source.write_text("")
         target = tmp_path / "mutants/mcd/model" / f"{name}.meta"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(meta(codes)))
+        target.write_text(json.dumps(meta(verdicts)))
     monkeypatch.chdir(tmp_path)
 
     assert main(["node", "base"]) == 0
