@@ -96,7 +96,8 @@ mutation:
 	$(BIN)/python scripts/mutation_report.py --fail-under $(MUTATION_MIN)
 
 # After new tests: the survivors and untested mutants of the sub-rooms named (ROOMS="node
-# pool", or "--all") are judged again, the mutants not yet checked too; killed ones stay killed.
+# pool", a module "pool/canary", or "--all") are judged again, and the mutants not checked
+# yet; killed ones stay killed.
 mutation-retest:
 	$(BIN)/python scripts/mutation_retest.py $(ROOMS)
 	$(BIN)/mutmut run --max-children $(MUTATION_JOBS)

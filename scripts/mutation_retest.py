@@ -8,6 +8,7 @@ Killed mutants keep their verdict (a test added never revives one).
 
     python scripts/mutation_retest.py node pool ignition   # sub-rooms of mcd/model
     python scripts/mutation_retest.py base                  # the modules at mcd/model's top
+    python scripts/mutation_retest.py pool/canary           # one module
     python scripts/mutation_retest.py --all                 # every sub-room
 
 Run it from the repository root, never while a mutmut run is going (that run would write its
@@ -29,10 +30,13 @@ RETEST = frozenset({0, 33})
 
 
 def sources(room: str) -> list[Path]:
-    """The mutated source files of ``room`` ('base': mcd/model's own modules)."""
+    """The mutated source files of ``room`` ('base': mcd/model's own modules; a module such
+    as 'pool/canary': that file alone)."""
     if room == "base":
         return sorted(MODEL.glob("*.py"))
     folder = MODEL / room.removeprefix("model/").strip("/")
+    if folder.with_suffix(".py").is_file():
+        return [folder.with_suffix(".py")]
     if not folder.is_dir():
         raise SystemExit(f"mutation_retest: no sub-room {folder}")
     return sorted(folder.rglob("*.py"))

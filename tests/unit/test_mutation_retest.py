@@ -49,5 +49,7 @@ def test_only_the_rooms_named_lose_their_survivors_and_untested_verdicts(
     assert codes("pool/canary.py") == {"f": 0}
     assert codes("gate.py") == {"g": None, "h": 1}
     assert capsys.readouterr().out == "node: 2 mutants to re-test\nbase: 1 mutants to re-test\n"
+    assert main(["pool/canary"]) == 0
+    assert codes("pool/canary.py") == {"f": None}
     with pytest.raises(SystemExit, match="no sub-room mcd/model/nowhere"):
         main(["nowhere"])
