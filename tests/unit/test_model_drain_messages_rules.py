@@ -63,7 +63,7 @@ def test_pods_are_named_namespace_slash_name_even_half_known() -> None:
 
 
 def test_kubectls_warnings_list_the_pods_each_concerns() -> None:
-    mirror = pod("etcd", **{"annotations": {"kubernetes.io/config.mirror": "x"}})
+    mirror = pod("etcd", annotations={"kubernetes.io/config.mirror": "x"})
     bare1, bare2 = pod("a"), pod("b")
     got = choose([mirror, bare1, bare2])
     assert [c.ref for c in got.choices] == ["app/etcd", "app/a", "app/b"]
