@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout fleet idle-footprint format \
-	mutation mutation-report
+	mutation mutation-report mutation-retest
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
 # update (its crio reload recorded as skipped: no systemd runs in a directory), then the check;
@@ -99,6 +99,14 @@ MUTATION_MIN ?= 85
 mutation:
 	$(if $(MUTANTS),,rm -rf mutants)
 	$(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS)
+	$(BIN)/python scripts/mutation_report.py --fail-under $(MUTATION_MIN)
+
+# After new tests: the survivors and untested mutants of the sub-rooms named (ROOMS="node
+# pool", a module "pool/canary", or "--all") are judged again, and the mutants not checked
+# yet; killed ones stay killed.
+mutation-retest:
+	$(BIN)/python scripts/mutation_retest.py $(ROOMS)
+	$(BIN)/mutmut run --max-children $(MUTATION_JOBS)
 	$(BIN)/python scripts/mutation_report.py --fail-under $(MUTATION_MIN)
 
 # The last run's score per sub-room and the mutants it did not kill (mutmut show NAME: the diff)

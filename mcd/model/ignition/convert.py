@@ -16,7 +16,9 @@ config), and so does this module, step for step:
   compression of a config or CA source, ``sha256-`` verification;
 * 2.2 (``v32tov22``): files, directories and links gain ``filesystem: "root"``; a file's
   single ``append`` entry becomes ``append: true``; ``ignition.config.merge`` becomes
-  ``append``. Disks, RAID and filesystems are refused (mcd does not write their 2.2 form).
+  ``append``. LUKS, partition ``resize`` and a user's or group's ``shouldExist: false`` are
+  refused (as upstream does), and so are disks, RAID and filesystems (mcd does not write
+  their 2.2 form).
 
 The input is never changed.
 """
@@ -195,6 +197,16 @@ def _check_v22_resources(doc: JSONObj) -> None:
         raise _refuse("2.2", "httpHeaders")
     if (doc.get("ignition") or {}).get("proxy"):
         raise _refuse("2.2", "proxy")
+    # v32tov22 itself: 2.2 has no LUKS, no partition resize, and cannot delete a user or group
+    if _storage(doc, "luks"):
+        raise _refuse("2.2", "luks")
+    for disk in _storage(doc, "disks"):
+        if any((p or {}).get("resize") for p in (disk or {}).get("partitions") or []):
+            raise _refuse("2.2", "partition resize")
+    passwd = doc.get("passwd") or {}
+    for key in ("users", "groups"):
+        if any((e or {}).get("shouldExist") is False for e in passwd.get(key) or []):
+            raise _refuse("2.2", f"{key} shouldExist")
 
 
 def migrate_kernel_arguments(doc: JSONObj, mc_spec: JSONObj, version: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,11 @@ RAID_LEVELS = frozenset(
 STRIPED = frozenset({"linear", "raid0", "0", "stripe"})
 FORMATS = frozenset({"ext4", "btrfs", "xfs", "swap", "vfat", "none"})
 LABEL_LIMITS = {"ext4": 16, "btrfs": 256, "xfs": 12, "swap": 15, "vfat": 11}
+GUID = re.compile(r"|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+ZEROES_WITH_DELETE = (
+    "shouldExist is false for a partition and other partition(s) has start or size 0"
+)
+GUID_PROBLEM = 'doesn\'t match the form "01234567-89AB-CDEF-EDCB-A98765432101"'
 
 
 def path_problem(path: Any) -> str | None:
@@ -89,29 +95,75 @@ def _disk(d: dict[str, Any]) -> Iterator[tuple[str, str]]:
     if not _str(d, "device"):
         yield ".device", "disk device is required"
         return
+    bad = path_problem(d.get("device"))
+    if bad:
+        yield ".device", bad
     labels: set[str] = set()
+    keys: set[str] = set()
+    collided = False
     parts = d.get("partitions") if isinstance(d.get("partitions"), list) else []
+    yield from _layout([p for p in parts or [] if isinstance(p, dict)])
     for j, part in enumerate(parts or []):
+        at = f".partitions[{j}]"
         if not isinstance(part, dict):
-            yield f".partitions[{j}]", "expected an object"
+            yield at, "expected an object"
             continue
-        label, number = _str(part, "label"), part.get("number")
-        if part.get("shouldExist") is False and any(
-            part.get(k) not in (None, "", 0, False)
-            for k in ("label", "typeGuid", "guid", "startMiB", "sizeMiB", "wipePartitionEntry")
+        # Ignition's Partition.Validate: a label given, even empty, counts; number 0 is none
+        label = part["label"] if isinstance(part.get("label"), str) else None
+        number = _int(part, "number")
+        if part.get("shouldExist") is False and (
+            label is not None
+            or any(_str(part, k) for k in ("typeGuid", "guid"))
+            or any(part.get(k) is not None for k in ("startMiB", "sizeMiB"))
         ):
-            yield (f".partitions[{j}]",
-                   "shouldExist specified false with other options also specified")  # fmt: skip
-        elif not label and not (isinstance(number, int) and number >= 1):
-            yield f".partitions[{j}]", "a partition number >= 1 or a label must be specified"
-        if len(label) > 36:
-            yield f".partitions[{j}].label", "partition labels may not exceed 36 characters"
-        elif ":" in label:
-            yield (f".partitions[{j}].label",
-                   "partition label will be truncated to text before the colon")  # fmt: skip
-        if label and label in labels:
-            yield f".partitions[{j}]", "cannot use the same partition label twice"
-        labels.add(label)
+            yield at, "shouldExist specified false with other options also specified"
+        if number == 0 and label is None:
+            yield at, "a partition number >= 1 or a label must be specified"
+        if label is not None and len(label) > 36:
+            yield f"{at}.label", "partition labels may not exceed 36 characters"
+        elif label is not None and ":" in label:
+            yield f"{at}.label", "partition label will be truncated to text before the colon"
+        for k in ("guid", "typeGuid"):
+            if isinstance(part.get(k), str) and not GUID.fullmatch(part[k]):
+                yield f"{at}.{k}", GUID_PROBLEM
+        if label is not None and label in labels and not collided:
+            collided = True  # Ignition names the first collision only
+            yield at, "cannot use the same partition label twice"
+        if label is not None:
+            labels.add(label)
+        key = f"number:{number}" if number else "" if label is None else f"label:{label}"
+        if key in keys:
+            yield at, "duplicate entry defined"
+        keys.add(key)
+
+
+def _layout(parts: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """Ignition's ``Disk.Validate`` over the partitions together: numbers, overlaps, and a
+    partition to delete beside one placed by number 0."""
+    numbers = [_int(p, "number") for p in parts]
+    seconds = [j for j, n in enumerate(numbers) if n and n in numbers[:j]]
+    if seconds:
+        yield f".partitions[{seconds[0]}]", "partition numbers collide"
+    spans = [
+        (j, start, start + size - 1 if size else start)
+        for j, p in enumerate(parts)
+        if isinstance(start := p.get("startMiB"), int) and start
+        and isinstance(size := p.get("sizeMiB"), int)
+    ]  # fmt: skip
+    overlap = next(
+        (i for j, a, b in spans for i, c, d in spans
+         if i != j and (c <= a <= d or c <= b <= d or (a < c and b > d))),
+        None,
+    )  # fmt: skip
+    if overlap is not None:
+        yield f".partitions[{overlap}]", "partitions overlap"
+    if 0 in numbers and any(p.get("shouldExist") is False for p in parts):
+        yield ".partitions", ZEROES_WITH_DELETE
+
+
+def _int(obj: dict[str, Any], key: str) -> int:
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _filesystem(f: dict[str, Any]) -> Iterator[tuple[str, str]]:
