@@ -47,6 +47,10 @@ MAX_RETRY_DELAY = 300.0
 requeue), or at once when the sets or the node change."""
 
 
+class NotListedYet(Exception):
+    """A watched resource whose cache has not listed yet: the sync waits for it."""
+
+
 class SyncFailed(Exception):
     """A sync that ends in ``PinnedImageSetsDegraded``; ``str()`` is upstream's error."""
 
@@ -103,10 +107,12 @@ class PinnedImages:
         return found
 
     def _read(self, resource: str, name: str) -> Obj | None:
-        """One object: from the watch's cache once it has listed (upstream's listers: a sync
-        costs no request), else a GET; None when it does not exist."""
+        """One object: from the watch's cache (upstream's listers: a sync costs no request;
+        :class:`NotListedYet` until it has listed), else a GET; None when it does not exist."""
         cache = self.caches.get(resource)
-        if cache is not None and cache.synced.is_set():
+        if cache is not None:
+            if not cache.synced.is_set():  # its first list wakes the sync again
+                raise NotListedYet(resource)
             return cache.get(name)
         try:
             return self.kube.request("GET", f"{API}/{resource}/{name}")
@@ -127,6 +133,9 @@ class PinnedImages:
             return None
         try:
             sets = self._sets(node)
+        except NotListedYet as e:
+            log.debug("Pinned images: %s not listed yet", e)
+            return None
         except ApiError as e:
             log.warning("Pinned images: cannot read the pool's PinnedImageSets: %s", e)
             return None

@@ -345,8 +345,8 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     bootretry.clear(ctx.host.root)
     set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
+    timing.finished(ctx.host.root, ctx.metrics, mc.name)  # before Done: then disk is settled
     ctx.status.done(mc.name, mc.ocl_image)
-    timing.finished(ctx.host.root, ctx.metrics, mc.name)
     progress.completed(ctx, mc.name)
     progress.irreconcilable(ctx, mc)
     log.info("Update completed for config %s and node is Done", mc.name)
