@@ -85,7 +85,10 @@ def bench_render() -> Row:
     figure, base = paired(engine, baseline, repeat=3)
     row = Row("render 20 MachineConfigs into 2,000 files", figure, base, "<= 1000 ms",
               figure <= 1.0)  # fmt: skip
-    return with_load_check(row, 60)
+    # Since issue 32 a render names its config as upstream's render controller does: Go's
+    # yaml.v2 of the whole spec, emitted in Python, then MD5 (97x the baseline measured at
+    # 2,000 files, against ~25x before); the absolute target above is unchanged.
+    return with_load_check(row, 150)
 
 
 def _play_agents(server: FakeApiServer, stop: threading.Event) -> None:
