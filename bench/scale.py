@@ -168,9 +168,10 @@ def main() -> None:
         assert fake is not None, "the scale bench runs against the fake API server"
         fake.bookmark_interval = 60.0  # as a real API server (about once a minute)
         v1, v2 = cluster.name("rendered-scale-1"), cluster.name("rendered-scale-2")
-        doc1 = worker(v1)
+        # plain hosts (no rpm-ostree, no bootc) cannot take an OS image: the configs set none
+        doc1 = worker(v1, image="")
         create_config(cluster, doc1)
-        create_config(cluster, worker(v2, key=KEY_B))  # an SSH key: no drain, no reboot
+        create_config(cluster, worker(v2, key=KEY_B, image=""))  # an SSH key: no drain, no reboot
         nodes: list[ScaleNode] = []
         watchers: list[subprocess.Popen[bytes]] = []
         try:
