@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcd.cluster.api import ApiError, Obj
@@ -65,6 +65,10 @@ class PoolPinnedSets:
 
     clock: Callable[[], float] = time.monotonic
     _listed: tuple[float, list[Obj] | None] | None = None
+    _listings: int = 0
+    _chosen: dict[str, tuple[int, str, list[str] | None]] = field(default_factory=dict)
+    """Pool -> (listing, its selector, the names chosen): a pass between two listings
+    matches no label again."""
 
     def __call__(
         self, writer: SetsWriter, pool: Obj, observe: Callable[[Obj], None]
@@ -77,11 +81,17 @@ class PoolPinnedSets:
             return pool, None
         if sets is None:
             return pool, None
-        try:
-            names = selected_sets(pool, sets)
-        except (SelectorError, AttributeError, TypeError) as e:
-            log.warning("Pool %s: invalid label selector: %s", name, e)
-            return pool, None
+        selector = repr((pool.get("spec") or {}).get("machineConfigSelector"))
+        cached = self._chosen.get(name)
+        if cached is not None and cached[:2] == (self._listings, selector):
+            names = cached[2]
+        else:
+            try:
+                names = selected_sets(pool, sets)
+            except (SelectorError, AttributeError, TypeError) as e:
+                log.warning("Pool %s: invalid label selector: %s", name, e)
+                return pool, None
+            self._chosen[name] = (self._listings, selector, names)
         if names is None:
             return pool, None
         refs = (pool.get("spec") or {}).get("pinnedImageSets") or []
@@ -103,4 +113,6 @@ class PoolPinnedSets:
             return self._listed[1]
         found = writer.pinned_image_sets()
         self._listed = (now, found)
+        self._listings += 1
+        self._chosen.clear()
         return found

@@ -142,3 +142,15 @@ def test_selected_sets_are_exactly_the_matching_names_sorted_once(
     assert chosen == sorted(set(chosen))
     wanted = {n for n, labels in items if selector_matches(selector, labels)}
     assert set(chosen) == wanted
+
+
+def test_a_changed_selector_is_honoured_between_two_listings() -> None:
+    writer = Writer()
+    writer.pinned_sets = [pis("aa", **{ROLE: "worker"}), pis("bb", **{ROLE: "infra"})]
+    writer.pools["worker"] = pool()
+    step = PoolPinnedSets(clock=lambda: 0.0)  # one listing for the whole test
+    written, verdict = step(writer, pool(), lambda _o: None)
+    assert written["spec"]["pinnedImageSets"] == [{"name": "aa"}] and verdict == ""
+    relabelled = pool(machineConfigSelector={"matchLabels": {ROLE: "infra"}})
+    written, _ = step(writer, relabelled, lambda _o: None)
+    assert written["spec"]["pinnedImageSets"] == [{"name": "bb"}]
