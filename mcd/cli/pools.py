@@ -200,6 +200,7 @@ def plan_command(
     from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
     from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415
+    from mcd.cluster.controllerconfig import base_images  # noqa: PLC0415
     from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
     from mcd.controller.preview import describe_preview, preview_pool  # noqa: PLC0415
     from mcd.model.pool.pools import SelectorError  # noqa: PLC0415
@@ -212,12 +213,13 @@ def plan_command(
             c["metadata"]["name"]: c for c in kube.request("GET", MACHINECONFIGS).get("items") or []
         }
         nodes = kube.request("GET", NODES).get("items") or []
+        base = base_images(kube)  # the controller's render uses them too
     except ApiConfigError as e:
         fail(str(e))
     except ApiError as e:
         fail(f"cannot read pool {pool}: {e}")
     try:
-        result = preview_pool(doc, pools, mcs, nodes, _window(doc))
+        result = preview_pool(doc, pools, mcs, nodes, _window(doc), base)
     except (SelectorError, ValueError) as e:
         fail(f"pool {pool}: {e}")
     if as_json:

@@ -18,7 +18,24 @@ from mcd.cluster.watch import Backoff
 log = logging.getLogger(__name__)
 
 CONTROLLERCONFIGS = "/apis/machineconfiguration.openshift.io/v1/controllerconfigs"
+CONTROLLER_CONFIG = f"{CONTROLLERCONFIGS}/machine-config-controller"
 ABSENT_RECHECK = 300.0
+
+
+def base_images(kube: Kube) -> tuple[str, str]:
+    """The base OS and extensions images of the ControllerConfig ``machine-config-controller``
+    (upstream's ``GetBaseImageContainer``: ``spec.baseOSContainerImage`` and
+    ``spec.baseOSExtensionsContainerImage``), read once; ``("", "")`` where it does not exist
+    (plain Kubernetes) or may not be read. Other API errors are raised. The one reading of
+    them for the controller's render and ``mcd plan --pool``'s preview."""
+    try:
+        spec = kube.request("GET", CONTROLLER_CONFIG).get("spec") or {}
+    except ApiError as e:
+        if e.status not in (403, 404):
+            raise
+        return ("", "")
+    return (str(spec.get("baseOSContainerImage") or ""),
+            str(spec.get("baseOSExtensionsContainerImage") or ""))  # fmt: skip
 
 
 def watch_controller_config(

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 POOLS = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools"
 NODES = "/api/v1/nodes"
+PINNED_IMAGE_SETS = "/apis/machineconfiguration.openshift.io/v1/pinnedimagesets"
 SOURCE_COMPONENT = "machineconfigcontroller-nodecontroller"
 
 
@@ -101,6 +102,21 @@ class PoolWriter:
         """Set (or, with None, remove) one annotation on the pool."""
         self.writes += 1
         patch = {"metadata": {"annotations": {key: value}}}
+        return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
+
+    def pinned_image_sets(self) -> list[Obj] | None:
+        """Every PinnedImageSet; None when the cluster serves no such API (no CRD)."""
+        try:
+            return list(self.kube.request("GET", PINNED_IMAGE_SETS).get("items") or [])
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def set_pinned_image_sets(self, pool: str, refs: list[Obj] | None) -> Obj:
+        """``spec.pinnedImageSets`` (None removes it)."""
+        self.writes += 1
+        patch = {"spec": {"pinnedImageSets": refs}}
         return self.kube.request("PATCH", f"{POOLS}/{pool}", body=patch, content_type=MERGE_PATCH)
 
     def set_status(self, pool: str, status: Obj) -> Obj:

@@ -104,14 +104,17 @@ def preview_pool(
     configs: Mapping[str, Obj],
     nodes: Sequence[Obj],
     window: WindowState | None = None,
+    base: tuple[str, str] = ("", ""),
 ) -> PoolPreview:
+    """``base``: the ControllerConfig's base OS and extensions images
+    (:func:`mcd.cluster.controllerconfig.base_images`), as the controller's render uses them."""
     name = name_of(pool)
     spec = pool.get("spec") or {}
     selector = spec.get("machineConfigSelector")
     selected = [mc for mc in configs.values() if selector_matches(selector, labels_of(mc))]
     target, target_spec, error = target_of(pool), None, ""
     try:
-        rendered = render(name, selected)
+        rendered = render(name, selected, base)
         target, target_spec = (
             rendered.name,
             {"metadata": {"name": rendered.name}, "spec": rendered.spec},

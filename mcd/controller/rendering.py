@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.cluster.api import ApiError, Obj
+from mcd.cluster.controllerconfig import base_images
 from mcd.cluster.pools import PoolWriter
 from mcd.model.planning.reconcile import Overrides
 from mcd.model.pool.checks import reconcile_problem, size_problem
@@ -45,9 +46,6 @@ log = logging.getLogger(__name__)
 MC_KIND = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
 OVERRIDES_FRESH = 10.0
 """Seconds the overrides read from MachineConfiguration/cluster are used before reading again."""
-CONTROLLER_CONFIG = (
-    "/apis/machineconfiguration.openshift.io/v1/controllerconfigs/machine-config-controller"
-)
 
 
 @dataclass
@@ -200,14 +198,7 @@ class RenderStep:
         kube = getattr(self.writer, "kube", None)  # a writer with no API server: no base
         if kube is None:
             return ("", "")
-        try:
-            spec = kube.request("GET", CONTROLLER_CONFIG).get("spec") or {}
-            found = (str(spec.get("baseOSContainerImage") or ""),
-                     str(spec.get("baseOSExtensionsContainerImage") or ""))  # fmt: skip
-        except ApiError as e:
-            if e.status not in (403, 404):
-                raise
-            found = ("", "")
+        found = base_images(kube)
         self._base = (now, found)
         return found
 

@@ -222,7 +222,7 @@ class Syncer:
         applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
             pool, snap.membership.nodes_of(name), snap.configs, status["conditions"], stamp
         )
-        status = self.pinned(self.writer, pool, snap.membership.nodes_of(name), status)
+        status = self.pinned(self.writer, pool, list(members.values()), status, self.observe_pool)
         if any(old.get(k) != v for k, v in status.items()):
             updated = self.writer.set_status(name, status)
             self.observe_pool(updated)

@@ -34,6 +34,7 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.controller_harness import (
+    ROLE,
     ControllerProc,
     NodeMonitor,
     Rebooter,
@@ -552,9 +553,12 @@ def test_controller_rbac_is_exactly_what_it_uses(
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
     cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", BASE))
-    pinned = pool("worker", ["worker"], "worker")  # PinnedImageSets: MachineConfigNodes listed
-    pinned["spec"]["pinnedImageSets"] = [{"name": "pins"}]
-    create_pool(cluster, pinned)
+    # a PinnedImageSet labelled for the pool: the controller names it in the pool's spec
+    # (upstream's pinned image set controller), then lists the MachineConfigNodes
+    cluster.create("/apis/machineconfiguration.openshift.io/v1/pinnedimagesets", {
+        "metadata": {"name": "pins", "labels": {ROLE: "worker"}},
+        "spec": {"pinnedImages": [{"name": "quay.io/a@sha256:" + "a" * 64}]}})  # fmt: skip
+    create_pool(cluster, pool("worker", ["worker"], "worker"))
     orphan = machine_config("rendered-worker-orphan", "worker", BASE)
     orphan["metadata"].update(annotations={GENERATED_BY: "test"}, labels={})
     cluster.create(MACHINECONFIGS, orphan)
@@ -563,6 +567,8 @@ def test_controller_rbac_is_exactly_what_it_uses(
     )
     try:
         first = rendered(cluster, "worker", ctl)
+        wait(lambda: get_pool(cluster, "worker")["spec"].get("pinnedImageSets")
+             == [{"name": "pins"}], 15, "pool names its labelled set", ctl.log)  # fmt: skip
         names = [cluster.node(f"worker-{i}") for i in range(2)]
         for name in names:
             label_node(cluster, name, "worker")

@@ -33,6 +33,7 @@ from tests.fakes.kubecluster import TestCluster
 Obj = dict[str, Any]
 API = "/apis/machineconfiguration.openshift.io/v1"
 MERGE = "application/merge-patch+json"
+ROLE = "machineconfiguration.openshift.io/role"
 IMAGE_A = "quay.io/openshift/pinned-a@sha256:" + "a" * 64
 IMAGE_B = "quay.io/openshift/pinned-b@sha256:" + "b" * 64
 IMAGE_C = "quay.io/openshift/pinned-c@sha256:" + "c" * 64
@@ -95,13 +96,14 @@ def _setup(node: AgentNode, cluster: TestCluster, tmp_path: Path) -> tuple[str, 
     name = cluster.name("set")
     cluster.create(f"{API}/pinnedimagesets", {
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": {ROLE: role}},
         "spec": {"pinnedImages": [{"name": IMAGE_B}, {"name": IMAGE_A}]},
     })  # fmt: skip
-    cluster.create(f"{API}/machineconfigpools", {
+    cluster.create(f"{API}/machineconfigpools", {  # the set is the pool's by name and label
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
         "metadata": {"name": role},
         "spec": {"pinnedImageSets": [{"name": name}],
+                 "machineConfigSelector": {"matchLabels": {ROLE: role}},
                  "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{role}": ""}}},
     })  # fmt: skip
     state = tmp_path / "cri.json"

@@ -63,6 +63,18 @@ class Writer:
         meta["annotations"] = current
         obj["metadata"] = meta
 
+    pinned_sets: list[Obj] | None = None  # None: no PinnedImageSet API (plain Kubernetes)
+
+    def pinned_image_sets(self) -> list[Obj] | None:
+        return self.pinned_sets
+
+    def set_pinned_image_sets(self, pool: str, refs: list[Obj] | None) -> Obj:
+        self.calls.append(("pinnedImageSets", pool, refs))
+        updated = dict(self.pools[pool])
+        updated["spec"] = {**updated["spec"], "pinnedImageSets": refs}
+        self.pools[pool] = updated
+        return updated
+
     def set_status(self, pool: str, status: Obj) -> Obj:
         self.calls.append(("status", pool, status))
         return {**self.pools[pool], "status": status}

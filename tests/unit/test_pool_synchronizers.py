@@ -45,8 +45,6 @@ class Kube:
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Obj:
         if path.endswith("/controllerconfigs/machine-config-controller"):
             raise ApiError(404, "NotFound", "no ControllerConfig (plain Kubernetes)")
-        if path.endswith("/pinnedimagesets"):  # every set the pools name exists
-            return {"items": [{"metadata": {"name": n}} for n in ("a", "b")]}
         assert (method, path) == (
             "GET",
             "/apis/machineconfiguration.openshift.io/v1/machineconfignodes",

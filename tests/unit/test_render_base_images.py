@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from mcd.cluster.api import ApiError
-from mcd.controller.rendering import CONTROLLER_CONFIG
+from mcd.cluster.controllerconfig import CONTROLLER_CONFIG, base_images
+from mcd.controller.preview import preview_pool
 from mcd.model.pool.render import GENERATED_BY, render
 from tests.unit.test_controller_sync import Writer, mc, pool, sync
 
@@ -66,3 +69,28 @@ def test_a_users_config_still_overrides_the_base_image() -> None:
 def test_without_a_controller_config_there_is_no_base_image() -> None:
     spec = created_spec([mc("00-worker")], None)
     assert (spec["osImageURL"], spec["baseOSExtensionsContainerImage"]) == ("", "")
+
+
+def test_the_preview_renders_with_the_same_base_images_as_the_controller() -> None:
+    """``mcd plan --pool`` (:func:`preview_pool`) given what :func:`base_images` read names the
+    config the controller's render names; given none, the config rendered without them."""
+    configs = {"00-worker": mc("00-worker")}
+    p = pool()
+    with_base = preview_pool(p, [p], configs, [], base=base_images(Kube(CC)))  # type: ignore[arg-type]
+    assert with_base.target == render("worker", list(configs.values()), (OS, EXT)).name
+    without = preview_pool(p, [p], configs, [], base=base_images(Kube(None)))  # type: ignore[arg-type]
+    assert without.target == render("worker", list(configs.values())).name != with_base.target
+
+
+def test_base_images_are_none_where_the_controller_config_is_absent_or_forbidden() -> None:
+    class Refusing(Kube):
+        def __init__(self, status: int) -> None:
+            super().__init__(None)
+            self.status = status
+
+        def request(self, method: str, path: str, *_a: Any, **_k: Any) -> Obj:
+            raise ApiError(self.status, "Refused", "no")
+
+    assert base_images(Refusing(403)) == base_images(Refusing(404)) == ("", "")  # type: ignore[arg-type]
+    with pytest.raises(ApiError):
+        base_images(Refusing(500))  # type: ignore[arg-type]

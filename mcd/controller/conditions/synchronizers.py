@@ -11,28 +11,28 @@ member counts once its MachineConfigNode lists each set the pool names at its de
 generation. The MachineConfigNodes are listed at most every ``FRESH`` seconds; when they
 cannot be read the field is left as it is.
 
-The pool's ``PinnedImageSetsDegraded`` condition is upstream's pinned image set controller's
-(``pkg/controller/pinnedimageset``): False (no reason, no message) while every set the pool
-names can be read; True, ``Failed to populate pinned image sets for pool <pool>: <error>``,
-when one cannot (the error as the API server words a missing object). Upstream's node
-controller would also roll the MachineConfigNodes' ``PinnedImageSetsDegraded`` up, but that
-code is commented out there (OCPBUGS-57177), so a node's failed pull stays on its
-MachineConfigNode, as upstream. Like upstream, the condition does not make the pool Degraded."""
+The pool's ``spec.pinnedImageSets`` and its ``PinnedImageSetsDegraded`` condition are
+upstream's pinned image set controller's (``pkg/controller/pinnedimageset``), written first
+(:mod:`mcd.controller.pinnedsets`). Upstream's node controller would also roll the
+MachineConfigNodes' ``PinnedImageSetsDegraded`` up, but that code is commented out there
+(OCPBUGS-57177), so a node's failed pull stays on its MachineConfigNode, as upstream. Like
+upstream, the condition does not make the pool Degraded."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.mcn import COLLECTION as MCN_COLLECTION
 from mcd.cluster.pools import PoolWriter
+from mcd.controller.pinnedsets import PoolPinnedSets
 from mcd.model.node.pinned import pool_set_names
-from mcd.model.pool.rollout import condition, set_condition
+from mcd.model.pool.rollout import set_condition
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +41,6 @@ FIELD = "poolSynchronizersStatus"
 FRESH = 5.0
 """Seconds a listing of MachineConfigNodes is used before listing again."""
 DEGRADED = "PinnedImageSetsDegraded"
-SETS_COLLECTION = "/apis/machineconfiguration.openshift.io/v1/pinnedimagesets"
-GROUP_RESOURCE = "pinnedimagesets.machineconfiguration.openshift.io"
-
-
-def degraded_message(pool: str, sets: Sequence[str], known: set[str]) -> str:
-    """Upstream's ``syncFailingStatus`` text for the first named set that does not exist,
-    or '' when every one does."""
-    missing = sorted(s for s in sets if s not in known)
-    if not missing:
-        return ""
-    error = f'{GROUP_RESOURCE} "{missing[0]}" not found'
-    return f"Failed to populate pinned image sets for pool {pool}: {error}"
 
 
 def pinned_everywhere(sets: Sequence[str], mcn: Mapping[str, Any] | None) -> bool:
@@ -97,50 +85,38 @@ class PinnedRollup:
 
     clock: Callable[[], float] = time.monotonic
     wall: Callable[[], datetime] = lambda: datetime.now(UTC)
+    pool_sets: PoolPinnedSets = field(default_factory=PoolPinnedSets)
     _listed: tuple[float, dict[str, Obj]] | None = None
-    _sets: tuple[float, set[str]] | None = None
 
     def __call__(
-        self, writer: PoolWriter, pool: Obj, members: Sequence[Mapping[str, Any]], status: Obj
+        self,
+        writer: PoolWriter,
+        pool: Obj,
+        members: Sequence[Mapping[str, Any]],
+        status: Obj,
+        observe: Callable[[Obj], None] = lambda _o: None,
     ) -> Obj:
+        pool, verdict = self.pool_sets(writer, pool, observe)
         sets = pool_set_names(pool)
         stamp = self.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+        if verdict is not None:
+            status = self._degraded(status, verdict, stamp)
         if not sets:
             had = (pool.get("status") or {}).get(FIELD)
-            status = self._degraded(status, "", stamp, only_if_set=True)
             return {**status, FIELD: None} if had else status
         try:
             mcns = self._mcns(writer)
-            known = self._known_sets(writer)
         except ApiError as e:
-            log.warning("Cannot list MachineConfigNodes or PinnedImageSets for %s: %s", FIELD, e)
+            log.warning("Cannot list MachineConfigNodes for %s: %s", FIELD, e)
             return status
         names = [str((m.get("metadata") or {}).get("name") or "") for m in members]
-        pool_name = str((pool.get("metadata") or {}).get("name") or "")
-        status = self._degraded(status, degraded_message(pool_name, sets, known), stamp)
         return {**status, FIELD: synchronizer_status(sets, names, mcns, status)}
 
     @staticmethod
-    def _degraded(status: Obj, message: str, stamp: str, only_if_set: bool = False) -> Obj:
+    def _degraded(status: Obj, message: str, stamp: str) -> Obj:
         conditions = [dict(c) for c in status.get("conditions") or []]
-        if only_if_set and condition(conditions, DEGRADED) is None:
-            return status
         set_condition(conditions, DEGRADED, bool(message), "", message, stamp)
         return {**status, "conditions": conditions}
-
-    def _known_sets(self, writer: PoolWriter) -> set[str]:
-        now = self.clock()
-        if self._sets is not None and now - self._sets[0] < FRESH:
-            return self._sets[1]
-        try:
-            items = writer.kube.request("GET", SETS_COLLECTION).get("items") or []
-        except ApiError as e:
-            if e.status != 404:
-                raise
-            items = []  # no PinnedImageSet API: no set the pool names exists
-        found = {str((i.get("metadata") or {}).get("name") or "") for i in items}
-        self._sets = (now, found)
-        return found
 
     def _mcns(self, writer: PoolWriter) -> dict[str, Obj]:
         now = self.clock()

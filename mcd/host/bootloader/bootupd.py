@@ -17,9 +17,9 @@ Upstream's order, commands and log lines:
    (the image pulled first unless podman has it: ``--authfile`` the merged or the kubelet's
    pull secret), ``podman run ... IMAGE bootupctl update`` with ``/boot`` and ``/dev``.
 
-Upstream falls back to copying the image's EFI files onto the ESP(s) by hand when
-``bootupctl update`` fails; mcd does not (it says so in the error). As upstream, a failure
-is a warning (``bootloader update failed: ...``) and the pivot goes on.
+When ``bootupctl update`` fails, the image's EFI files are copied onto the ESP(s) by hand,
+as upstream (:mod:`mcd.host.bootloader.espcopy`). As upstream, a failure is a warning
+(``bootloader update failed: ...``) and the pivot goes on.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import platform
 import uuid
 from collections.abc import Callable
 
+from mcd.host.bootloader import espcopy
 from mcd.host.bootloader.detect import find_tool
 from mcd.host.errors import HostError
 from mcd.host.osupdate.osrelease import OsRelease, read_os_release
@@ -119,7 +120,11 @@ def _via_container(root: Root, run: Runner, image: str) -> None:
         ])  # fmt: skip
     except HostError as e:
         log.info("bootupctl update failed (%s); falling back to manual EFI copy", e)
-        raise BootloaderUpdateFailed("bootupctl fallback EFI copy: not done by mcd") from e
+        try:
+            espcopy.run_fallback(root, run, image)
+        except HostError as err:
+            raise BootloaderUpdateFailed(f"bootupctl fallback EFI copy: {err}") from err
+        log.info("bootupctl: fallback EFI copy completed")
 
 
 def _secure_boot(run: Runner) -> bool:
