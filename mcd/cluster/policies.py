@@ -40,6 +40,18 @@ def cluster_policies(
     sleep: Callable[[float], None] = time.sleep,
 ) -> DisruptionPolicies:
     """The policies the daemon must use now; ``PoliciesNotReady`` after ``timeout``."""
+    return cluster_rules(kube, interval, timeout, sleep)[0]
+
+
+def cluster_rules(
+    kube: Kube,
+    interval: float = 5.0,
+    timeout: float = 120.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[DisruptionPolicies, Overrides]:
+    """The policies the daemon must use now and the irreconcilable overrides, both from one
+    read of MachineConfiguration/cluster (an update reads it once, not once per rule);
+    ``PoliciesNotReady`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -53,10 +65,10 @@ def cluster_policies(
                 units=DEFAULT_POLICIES.units,
                 sshkey=DEFAULT_POLICIES.sshkey,
                 source=NO_RESOURCE,
-            )
+            ), Overrides()
         if status_ready(obj):
             log.info("Calculating node disruption actions")
-            return parse_status_policies(obj, SOURCE)
+            return parse_status_policies(obj, SOURCE), overrides_from(obj)
         log.error(
             "calculating NodeDisruptionPolicies: NodeDisruptionPolicyStatus is not up to date."
         )

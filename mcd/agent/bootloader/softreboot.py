@@ -33,14 +33,16 @@ log = logging.getLogger(__name__)
 RECORD = "/etc/machine-config-daemon/soft-reboot.json"
 
 
-def allowed(ctx: Context) -> bool:
-    """The setting: the Node's own ``mcd-project.github.io/soft-reboot``, else its pool's."""
+def allowed(ctx: Context, pool: Mapping[str, str] | None = None) -> bool:
+    """The setting: the Node's own ``mcd-project.github.io/soft-reboot``, else its pool's
+    (``pool``: the pool's annotations when the caller has read them)."""
     node = ctx.writer.current()
     meta = node.get("metadata") or {}
     mine = (meta.get("annotations") or {}).get(SOFT_REBOOT_ANNOTATION)
     if mine is not None:
         return soft_reboot_allowed(str(mine))
-    return soft_reboot_allowed(str(gating.pool_annotations(ctx, meta).get(SOFT_REBOOT_ANNOTATION)))
+    pool = gating.pool_annotations(ctx, meta) if pool is None else pool
+    return soft_reboot_allowed(str(pool.get(SOFT_REBOOT_ANNOTATION)))
 
 
 def chosen(plan: UpdatePlan) -> bool:

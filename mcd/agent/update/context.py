@@ -16,10 +16,11 @@ from mcd.cluster.drain import Drainer
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import NodeWriter
-from mcd.cluster.policies import PoliciesNotReady, cluster_policies
+from mcd.cluster.policies import PoliciesNotReady, cluster_rules
 from mcd.model.disruption.policy import DisruptionPolicies
 from mcd.model.errors import PolicyError
 from mcd.model.machineconfig import MachineConfig
+from mcd.model.planning.reconcile import Overrides
 
 AGENT_LOCK_WAIT = 60.0
 """Seconds an update waits for another writer (``mcd restore``, ``once-from``) to finish."""
@@ -78,8 +79,14 @@ class Context:
 
 def disruption_policies(ctx: Context) -> DisruptionPolicies:
     """The cluster's node disruption policies (MachineConfiguration/cluster, else defaults)."""
+    return update_rules(ctx)[0]
+
+
+def update_rules(ctx: Context) -> tuple[DisruptionPolicies, Overrides]:
+    """The cluster's node disruption policies and irreconcilable overrides, from one read of
+    MachineConfiguration/cluster (else the defaults and none)."""
     try:
-        return cluster_policies(ctx.kube)
+        return cluster_rules(ctx.kube)
     except PoliciesNotReady as e:
         raise SyncError(str(e)) from e
     except PolicyError as e:

@@ -17,13 +17,15 @@ from mcd.model.node.mcn import pool_of
 log = logging.getLogger(__name__)
 
 
-def gate_for(ctx: Context) -> HealthGate:
+def gate_for(ctx: Context, pool: Mapping[str, str] | None = None) -> HealthGate:
     """The gate for the agent's next update, with the settings the cluster and the node give
-    now; a :class:`GateSettingsError` (the update is refused before anything is written)."""
+    now (``pool``: the pool's annotations when the caller has read them); a
+    :class:`GateSettingsError` (the update is refused before anything is written)."""
     node = ctx.writer.current()
     meta = node.get("metadata") or {}
     node_annotations = meta.get("annotations") or {}
-    settings = load_settings(ctx.host.root, pool_annotations(ctx, meta), node_annotations)
+    pool = pool_annotations(ctx, meta) if pool is None else pool
+    settings = load_settings(ctx.host.root, pool, node_annotations)
     gate = HealthGate(
         ctx.host.root, ctx.host.effects.systemd, settings,
         node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
@@ -45,6 +47,12 @@ def _annotate(ctx: Context, verdict: Verdict) -> None:
         ctx.writer.set_annotations(values)
     except ApiError as e:  # the verdict still counts; only `mcd status` misses it
         log.warning("Could not put the health gate's verdict on node %s: %s", ctx.node_name, e)
+
+
+def node_pool_annotations(ctx: Context) -> Mapping[str, str]:
+    """The annotations of the pool of the Node as the agent last saw it (one read an update:
+    the health gate's and the soft reboot's settings both come from it)."""
+    return pool_annotations(ctx, ctx.writer.current().get("metadata") or {})
 
 
 def pool_annotations(ctx: Context, meta: Mapping[str, object]) -> Mapping[str, str]:

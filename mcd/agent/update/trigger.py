@@ -27,8 +27,8 @@ from mcd.agent.update.context import (
     Retarget,
     SyncError,
     Unreconcilable,
-    disruption_policies,
     start_drift_monitor,
+    update_rules,
 )
 from mcd.agent.update.handles import current_config_on_disk, document_of, parse_config
 from mcd.agent.update.journal import StateError
@@ -39,7 +39,6 @@ from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
 from mcd.cluster.drain import DrainAbandoned, DrainError
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
-from mcd.cluster.policies import irreconcilable_overrides
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.lock import LockBusy, writer_lock
@@ -158,8 +157,9 @@ def _update(
     gave_up = bootretry.given_up(root, desired.name)
     if gave_up:  # the node kept booting the old deployment for this config
         raise SyncError(gave_up)
+    pool = gating.node_pool_annotations(ctx)  # the gate's and the soft reboot's settings
     try:  # bad gate settings stop the update before anything is written
-        gate = gating.gate_for(ctx)
+        gate = gating.gate_for(ctx, pool)
     except health.GateSettingsError as e:
         raise SyncError(str(e)) from e
     refused = gateboots.refused(root, desired.name, gate.settings.max_boots)
@@ -174,11 +174,10 @@ def _update(
             log.error("Preflight config drift check failed: %s", reason)
             ctx.events.record(Reason.PREFLIGHT_CONFIG_DRIFT_CHECK_FAILED, reason)
             raise SyncError(reason)
-    policies = disruption_policies(ctx)
+    policies, overrides = update_rules(ctx)
     plan = make_plan(
         current.mc, desired.mc, policies, force=force, node_fips=ctx.host.fips_for(desired.mc),
-        host=ctx.host.support(), soft_reboot=softreboot.allowed(ctx),
-        overrides=irreconcilable_overrides(ctx.kube),
+        host=ctx.host.support(), soft_reboot=softreboot.allowed(ctx, pool), overrides=overrides,
     )  # fmt: skip
     log.info("Node disruption policies from %s", policies.source)
     if not plan.reconcilable:
