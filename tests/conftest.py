@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.bus import SystemdBus
@@ -28,6 +28,11 @@ from tests.fakes.realcluster import (
 # @settings still sets its example count; it inherits these for what it leaves out.
 settings.register_profile("mcd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("mcd")
+# Under a mutation run (mutmut sets MUTANT_UNDER_TEST) a property test that fails has killed
+# its mutant: the shrinking that would find the smallest failing example only costs time.
+settings.register_profile(
+    "mutation", parent=settings.get_profile("mcd"), phases=(Phase.explicit, Phase.reuse, Phase.generate)
+)
 _CLUSTER = pytest.StashKey[ThrowAwayCluster]()
 
 
@@ -103,6 +108,7 @@ def fake_api(kube_cluster: TestCluster) -> FakeApiServer:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    settings.load_profile("mutation" if os.environ.get("MUTANT_UNDER_TEST") else "mcd")
     config.addinivalue_line(
         "markers", "cluster: talks to the API server (the fake, or a real one); added to every "
         "test that uses kube_cluster: make test-real selects these (-m cluster)",

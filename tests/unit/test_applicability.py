@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcd.model.planning import applicability
 from mcd.model.planning.applicability import (
     BOOTC,
     COREOS,
@@ -21,6 +23,13 @@ from mcd.model.planning.applicability import (
 from mcd.model.planning.describe import describe_plan
 from mcd.model.planning.plan import make_plan
 from tests.builders import file_entry, mc
+
+
+@pytest.fixture(autouse=True)
+def _parse_each_annotation_afresh() -> None:
+    """Short annotation values are parsed once and cached: parse them again under each test."""
+    applicability._support_cached.cache_clear()
+
 
 DEBIAN = HostSupport("Debian GNU/Linux 12 (bookworm)", "", GRUB, 252)
 BARE_DEBIAN = HostSupport("Debian GNU/Linux 12 (bookworm)", "", "", 252)

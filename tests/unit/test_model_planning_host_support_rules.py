@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcd.model.planning import applicability
 from mcd.model.planning.applicability import (
     HOST_SUPPORT_ANNOTATION,
     HostSupport,
@@ -14,6 +15,13 @@ from mcd.model.planning.applicability import (
     support_from_annotation,
 )
 from tests.builders import mc
+
+
+@pytest.fixture(autouse=True)
+def _parse_each_annotation_afresh() -> None:
+    """Short annotation values are parsed once and cached: parse them again under each test."""
+    applicability._support_cached.cache_clear()
+
 
 BOOTC = HostSupport(os="Fedora CoreOS 42", os_image="bootc", kernel_arguments="grub",
                     systemd_version=257)  # fmt: skip
