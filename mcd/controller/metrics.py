@@ -191,9 +191,11 @@ class RolloutMetrics(Collector):
         reports: Sequence[PoolReport],
         blocked: Mapping[str, str],
         pool_of: Mapping[str, str] | None = None,
+        partial: bool = False,
     ) -> None:
         """``pool_of``: each node's pool, as the pass found it (else each node's primary
-        pool is worked out again here)."""
+        pool is worked out again here); ``partial``: the pass synced only the pools it
+        reports, the others keep their figures (while they exist)."""
         by_name = {name_of(p): p for p in pools}
         now = self.clock()
         figures: dict[str, PoolRollout] = {}
@@ -219,6 +221,8 @@ class RolloutMetrics(Collector):
                 report, target_of(pool), members, blocked, previous, now
             )
         with self._lock:
+            if partial:
+                figures = {**{n: f for n, f in self._pools.items() if n in by_name}, **figures}
             self._pools = figures
 
     def figures(self) -> dict[str, PoolRollout]:

@@ -13,7 +13,7 @@ Reads come from the informer caches; each write is one request. Per pool:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,9 +31,7 @@ from mcd.controller.writes import TAINT_BATCH, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
-from mcd.model.errors import ConfigError
-from mcd.model.machineconfig import MachineConfig, machine_config_from_object
-from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.planning.plan import Cost, update_cost
 from mcd.model.pool.canary import Gate
 from mcd.model.pool.hygiene import (
     Membership,
@@ -123,6 +121,8 @@ class Syncer:
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
@@ -148,14 +148,15 @@ class Syncer:
         if self.policy_step is None:
             self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
 
-    def sync_all(self, snap: Snapshot) -> list[PoolReport]:
-        """Every pool in turn; whatever one pool raises is logged and the others go on."""
-        reports = []
+    def sync_all(self, snap: Snapshot, only: Collection[str] | None = None) -> list[PoolReport]:
+        """Every pool in turn (``only`` those named: :mod:`mcd.controller.dirty`); whatever
+        one pool raises is logged and the others go on."""
+        reports, self.pending = [], set()
         self.observe_alerts(snap.membership.alerts)
         if len(self._views) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their views
             names = {name_of(n) for n in snap.nodes}
             self._views = {n: v for n, v in self._views.items() if n in names}
-        for pool in snap.pools:
+        for pool in [p for p in snap.pools if only is None or name_of(p) in only]:
             try:
                 reports.append(self.sync_pool(pool, snap))
             except ApiError as e:
@@ -297,6 +298,8 @@ class Syncer:
             self.observe_node(written)
             latest[name_of(written)] = written
 
+        if len(todo) > TAINT_BATCH:
+            self.pending.add(name_of(pool))
         self._writes.each(lambda t: self.writer.set_taints(*t), todo[:TAINT_BATCH], taken)
 
     def _roll_out(
@@ -374,26 +377,6 @@ def drain_timeouts(snap: Snapshot) -> dict[str, float]:
 def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
     """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
     return drainorder.drain_policies(snap.pools, snap.membership)
-
-
-def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
-    """What moving a node from ``current`` to ``target`` costs (``mcd plan``); None when
-    either config is missing or unreadable (the caller then assumes the worst)."""
-    old, new = _config(configs, current), _config(configs, target)
-    if old is None or new is None:
-        return None
-    plan = make_plan(old, new)
-    return plan.cost if plan.reconcilable else None
-
-
-def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
-    doc = configs.get(name)
-    if doc is None:
-        return None
-    try:
-        return machine_config_from_object(doc, name)
-    except ConfigError:
-        return None
 
 
 def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:
