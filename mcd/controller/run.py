@@ -119,6 +119,7 @@ class Controller:
             observe_config=self.configs.observe,
             observe_pool=self.pools.observe,
             observe_node=self._observe,
+            background_taints=True,
             drain_blocked=self.drains.blocked,
             drain_forecast=DrainForecast(self.kube).blocked,
             drain_released=self.drains.released,
@@ -164,7 +165,7 @@ class Controller:
         and wakes no pass) and into the Done bookkeeping below."""
         self.nodes.observe(node)
         name = name_of(node)
-        if name and name in self._done:
+        if name:
             self._done[name] = NodeView.of(node).done
 
     def _node_changed(self, kind: str, node: dict[str, Any]) -> None:
@@ -285,16 +286,10 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
-        pool_of = {name_of(n): pool for pool, nodes in snap.membership.members.items()
-                   for n in nodes}  # fmt: skip
-        self.metrics.rollout.observe(
-            self.pools.items(),
-            self.nodes.items(),
-            reports,
-            self.drains.blocked(),
-            pool_of,
-            partial=only is not None,
-        )
+        self.metrics.rollout.observe(  # the members as the pass read them (it writes none
+            self.pools.items(), (), reports, self.drains.blocked(),  # of what is counted)
+            partial=only is not None, members_of=snap.membership.members,
+        )  # fmt: skip
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip
