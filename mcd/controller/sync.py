@@ -123,9 +123,6 @@ class Syncer:
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
-    background_taints: bool = False
-    """Taints written in the background (:meth:`NodeWrites.later`), all at once: the
-    controller's; else :data:`TAINT_BATCH` a pass, waited for."""
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
@@ -299,14 +296,11 @@ class Syncer:
 
         def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
             self.observe_node(written)
-            if not self.background_taints:  # ``latest`` is the pass's: over by then
-                latest[name_of(written)] = written
+            latest[name_of(written)] = written
 
         def write(item: tuple[str, list[Any], str]) -> Obj:
             return self.writer.set_taints(*item)
 
-        if self.background_taints:  # the pass does not wait on these
-            return self._writes.later(lambda t: t[0], write, todo, taken)
         if len(todo) > TAINT_BATCH:
             self.pending.add(name_of(pool))
         self._writes.each(write, todo[:TAINT_BATCH], taken)

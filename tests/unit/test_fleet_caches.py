@@ -4,7 +4,6 @@ renders nothing; the rendered config is still refused when someone edits it."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -104,25 +103,3 @@ def test_node_writes_observe_every_success_before_raising() -> None:
         )
     assert e.value.status == 500
     assert seen == ["a", "b", "c"], "every write that succeeded is observed; a 409 is left out"
-
-
-def test_background_writes_skip_what_is_queued_and_never_hold_the_caller() -> None:
-    gate, seen, written = threading.Event(), [], []
-
-    def write(item: str) -> Obj:
-        gate.wait(10)
-        if item == "gone":
-            raise ApiError(409, "Conflict", "changed")
-        written.append(item)
-        return {"metadata": {"name": item}}
-
-    writes = NodeWrites()
-    writes.later(str, write, ["a", "b", "gone"], lambda item, obj: seen.append(obj))
-    writes.later(str, write, ["a", "c"], lambda item, obj: seen.append(obj))  # a still queued
-    assert written == [], "the caller went on while the writes wait"
-    gate.set()
-    assert writes.drained(10)
-    assert sorted(written) == ["a", "b", "c"]
-    assert sorted(o["metadata"]["name"] for o in seen) == ["a", "b", "c"]
-    writes.later(str, write, ["a"], lambda item, obj: seen.append(obj))  # done: queued again
-    assert writes.drained(10) and written.count("a") == 2
