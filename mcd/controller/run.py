@@ -119,6 +119,7 @@ class Controller:
             observe_config=self.configs.observe,
             observe_pool=self.pools.observe,
             observe_node=self._observe,
+            background_taints=True,
             drain_blocked=self.drains.blocked,
             drain_forecast=DrainForecast(self.kube).blocked,
             drain_released=self.drains.released,

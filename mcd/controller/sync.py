@@ -27,7 +27,7 @@ from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import TAINT_BATCH, NodeWrites
+from mcd.controller.writes import QUEUED, TAINT_BATCH, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
@@ -43,6 +43,7 @@ from mcd.model.pool.pools import (
     name_of,
     selects_all,
     target_of,
+    upstream_order,
     with_update_taint,
 )
 from mcd.model.pool.rollout import (
@@ -123,6 +124,10 @@ class Syncer:
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
+    background_taints: bool = False
+    """Taints written in the background, a few queued at a time (:meth:`NodeWrites.later`):
+    the controller's (200 a pass, waited for, held every slot freed meanwhile for 1-3 s at
+    5,000 nodes); else :data:`TAINT_BATCH` a pass, waited for."""
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
@@ -280,30 +285,39 @@ class Syncer:
 
     def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]]) -> None:
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
-        (taken off in the same write that targets a node); a node changed meanwhile (409)
-        is left for the next pass. ``latest`` gets every Node written."""
-        target = target_of(pool)
-        todo: list[tuple[str, list[Any], str]] = []
+        (taken off in the same write that targets a node), a batch a pass (in the background,
+        the nodes the rollout reaches last first); a node changed meanwhile (409) is left
+        for the next pass. ``latest`` gets every Node written."""
+        target, background = target_of(pool), self.background_taints
+        queued = self._writes.queued() if background else frozenset()
+        due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
             view, tainted = self._facts(node)
-            if (view.desired != target) == tainted:
-                continue
-            wanted = not tainted
-            meta = node.get("metadata") or {}
-            todo.append((str(meta.get("name")), with_update_taint(node, wanted),
-                         str(meta.get("resourceVersion") or "")))  # fmt: skip
+            if (view.desired != target) != tainted and view.name not in queued:
+                due.append((view, node, tainted))
+        if background:
+            order = {v.name: i for i, v in enumerate(upstream_order([d[0] for d in due]))}
+            due.sort(key=lambda d: -order[d[0].name])
+        limit = max(0, QUEUED - len(queued)) if background else TAINT_BATCH
+        if len(due) > limit:
+            self.pending.add(name_of(pool))  # the rest in the next passes
+        todo = [(view.name, with_update_taint(node, not tainted),
+                 str((node.get("metadata") or {}).get("resourceVersion") or ""))
+                for view, node, tainted in due[:limit]]  # fmt: skip
 
         def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
             self.observe_node(written)
-            latest[name_of(written)] = written
+            if not background:  # ``latest`` is the pass's: over by then
+                latest[name_of(written)] = written
 
         def write(item: tuple[str, list[Any], str]) -> Obj:
             return self.writer.set_taints(*item)
 
-        if len(todo) > TAINT_BATCH:
+        if not background:
+            self._writes.each(write, todo, taken)
+        elif not self._writes.later(lambda t: t[0], write, todo, taken):  # pass not waiting
             self.pending.add(name_of(pool))
-        self._writes.each(write, todo[:TAINT_BATCH], taken)
 
     def _roll_out(
         self,
