@@ -42,6 +42,7 @@ from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
+from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer, parse_listen_address
 from mcd.model.pool.pools import NodeView, name_of
 
@@ -93,6 +94,7 @@ class Controller:
         identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         api = load_client(options.kubeconfig)
         api.user_agent = f"{USER_AGENT} ({identity})"  # which replica asked, in audit logs
+        api.pool_size = CONNECTIONS
         self.kube = Kube(api)
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration

@@ -13,8 +13,13 @@ from mcd.cluster.api import ApiError, Obj
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-WRITERS = 6
-"""Node writes in flight at once (the API connection pool holds 10, three of them watches)."""
+WRITERS = 10
+"""Node writes in flight at once (each waits on the API server: at 5,000 nodes a wave's 500
+targets, 6 at a time, took 2-5 s on a loaded server)."""
+CONNECTIONS = 24
+"""The controller's API connections: 3 watches, the pass's own requests, :data:`WRITERS`,
+:data:`BACKGROUND` and the drain controller's 5 workers, each with one of its own (a full
+pool closes the connection a request used: a TLS handshake for the next)."""
 TAINT_BATCH = 200
 """Taint writes per pass, after its targets; the rest in the next passes (each write's watch
 event wakes one): 4,500 taints at once, a new config's on 5,000 nodes, held a wave back."""
