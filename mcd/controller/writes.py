@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -28,6 +29,9 @@ BACKGROUND = 2
 QUEUED = 12
 """Background writes queued at most: the rest wait for a later pass (4,500 queued at once
 raced the targets, 409s, and held the whole wave's objects)."""
+RETRY = 5.0
+"""Seconds no background write is queued after one failed (other than a 409): a refusal that
+lasts (RBAC, a webhook) must not become a write every pass."""
 
 
 class NodeWrites:
@@ -37,6 +41,7 @@ class NodeWrites:
         self._queued: set[str] = set()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
+        self._failed_at = -RETRY
 
     def later(self, key: Callable[[T], str], write: Callable[[T], Obj], items: list[T],
               observe: Callable[[T, Obj], None]) -> bool:  # fmt: skip
@@ -44,7 +49,10 @@ class NodeWrites:
         (a pass's targets, the pace of a rollout, never wait on these), up to
         :data:`QUEUED` queued; an item whose ``key`` is still queued is left out; a failed
         write is logged and left to a later pass (a 409: the node changed, its event brings
-        one). False when items were left for a later call."""
+        one; any other failure: none queued for :data:`RETRY` seconds). False when items
+        were left for a later call."""
+        if time.monotonic() - self._failed_at < RETRY:
+            return True  # the periodic full pass comes back to them
         if self._background is None:
             self._background = ThreadPoolExecutor(BACKGROUND, thread_name_prefix="node-later")
         for item in items:
@@ -69,8 +77,10 @@ class NodeWrites:
             observe(item, write(item))
         except ApiError as e:
             if e.status != 409:
+                self._failed_at = time.monotonic()
                 log.warning("Node %s: background write failed: %s", name, e)
-        except Exception:  # the next pass tries again
+        except Exception:  # a later pass tries again
+            self._failed_at = time.monotonic()
             log.exception("Node %s: background write failed unexpectedly", name)
         finally:
             with self._lock:

@@ -147,3 +147,17 @@ def test_the_controller_taints_in_the_background_the_nodes_the_rollout_reaches_l
         "the last in the rollout's order first, QUEUED at most"
     )
     assert syncer.pending == {"worker"}, "the rest in the next passes"
+
+
+def test_a_background_write_refused_for_good_is_not_retried_every_pass() -> None:
+    calls: list[str] = []
+
+    def write(item: str) -> Obj:
+        calls.append(item)
+        raise ApiError(403, "Forbidden", "nodes is forbidden")
+
+    writes = NodeWrites()
+    writes.later(str, write, ["a"], lambda _i, _o: None)
+    assert writes.drained(10)
+    assert writes.later(str, write, ["a", "b"], lambda _i, _o: None), "nothing left pending"
+    assert writes.drained(10) and calls == ["a"], "none queued while the refusal is recent"
