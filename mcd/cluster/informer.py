@@ -4,7 +4,11 @@ The controller reads Nodes, MachineConfigPools and MachineConfigs from these cac
 as upstream's listers, so a sync costs no request: only writes go to the API server.
 The watch resumes from the last resourceVersion (bookmarks included); a ``410 Gone``
 lists again; failures back off from 0.5 s to 30 s. ``on_change`` is called after each
-change the cache takes in (never while holding the cache's lock).
+change the cache takes in (never while holding the cache's lock); ``on_diff`` before it, with
+the object before and after (None when there was none: added, or deleted). An event that
+changes nothing but the resourceVersion of what the cache keeps (the watch's echo of an object
+this process wrote and :meth:`Informer.observe`, or a Node's heartbeat once ``transform``
+dropped its times) is taken in without either call: nothing a reader reads changed.
 
 ``transform`` keeps only what the reader needs of each object (at 5,000 Nodes a full Node,
 images and managedFields included, is most of a controller's memory); ``copies=False`` hands
@@ -38,10 +42,12 @@ class Informer:
         watch_seconds: int = 300,
         transform: Callable[[Obj], Obj] | None = None,
         copies: bool = True,
+        on_diff: Callable[[Obj | None, Obj | None], None] | None = None,
     ) -> None:
         self.kube = kube
         self.path = path
         self.on_change = on_change
+        self.on_diff = on_diff
         self.transform = transform
         self.copies = copies
         self.watch_seconds = watch_seconds
@@ -136,7 +142,9 @@ class Informer:
                 self._put(obj, notify=True, kind=str(kind))
             elif kind == "DELETED":
                 with self._lock:
-                    self._items.pop(_name(obj), None)
+                    gone = self._items.pop(_name(obj), None)
+                if self.on_diff is not None:
+                    self.on_diff(gone, None)
                 if self.on_change is not None:
                     self.on_change("DELETED", obj)
             if stop.is_set():
@@ -151,12 +159,27 @@ class Informer:
             if have is not None and _rv(have) > _rv(obj):
                 return  # never go back to an older version
             self._items[name] = obj
-        if notify and self.on_change is not None:
+        if not notify or (have is not None and _same_but_version(have, obj)):
+            return
+        if self.on_diff is not None:
+            self.on_diff(have, obj)
+        if self.on_change is not None:
             self.on_change(kind, obj)
 
 
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _same_but_version(a: Obj, b: Obj) -> bool:
+    """Whether two versions of an object differ in nothing but ``metadata.resourceVersion``."""
+    meta_a, meta_b = a.get("metadata") or {}, b.get("metadata") or {}
+    if len(a) != len(b) or len(meta_a) != len(meta_b):
+        return False
+    if any(k not in a or a[k] != v for k, v in b.items() if k != "metadata"):
+        return False
+    return all(k in meta_a and (k == "resourceVersion" or meta_a[k] == v)
+               for k, v in meta_b.items())  # fmt: skip
 
 
 def _rv(obj: Obj) -> int:

@@ -96,6 +96,8 @@ class Connection:
     authorization: Callable[[], str | None] = field(default=static_header(None))
     proxy: str | None = None
     user_agent: str = USER_AGENT
+    pool_size: int = POOL_SIZE
+    """Connections kept open (set before the first request)."""
     _pool: urllib3.PoolManager | None = field(default=None, repr=False)
 
     @property
@@ -105,7 +107,7 @@ class Connection:
         return self._pool
 
     def _make_pool(self) -> urllib3.PoolManager:
-        args: dict[str, Any] = {"maxsize": POOL_SIZE}
+        args: dict[str, Any] = {"maxsize": self.pool_size}
         if self.host.startswith("https:"):
             args["ssl_context"] = self._ssl_context()
             if not self.tls.verify:

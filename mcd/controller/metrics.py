@@ -107,18 +107,20 @@ def pool_rollout(
     blocked: Mapping[str, str],
     previous: PoolRollout | None,
     now: float,
+    per_node: bool = True,
 ) -> PoolRollout:
     """One pool's figures: ``target`` is its rendered config, ``members`` its Nodes,
     ``blocked`` the drains pods hold (:meth:`DrainController.blocked`), ``previous`` the
-    figures of the last pass (None on the first)."""
+    figures of the last pass (None on the first); without ``per_node`` the figures read
+    from the members (their names, states and drains) are left out."""
     status = report.status
     counts = {metric: _int(status.get(key)) for metric, (key, _help) in UPSTREAM_COUNTS.items()}
     total, updated = counts["mco_machine_count"], counts["mco_updated_machine_count"]
     left = max(0, total - updated)
-    names = tuple(sorted(name_of(n) for n in members))
+    names = tuple(sorted(name_of(n) for n in members)) if per_node else ()
     states: dict[str, int] = dict.fromkeys(NODE_STATES, 0)
     in_flight = 0
-    for node in members:
+    for node in members if per_node else ():
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         state = str(annotations.get(Annotation.STATE) or NodeState.DONE)
         states[state] = states.get(state, 0) + 1
@@ -163,7 +165,8 @@ class Estimates:
     def note(self, report: PoolReport, target: str, members: Sequence[Mapping[str, Any]],
              now: float) -> str:  # fmt: skip
         """``estimated completion T (N nodes left, P per node)``, '' without one yet."""
-        figures = pool_rollout(report, target, members, {}, self._figures.get(report.name), now)
+        figures = pool_rollout(report, target, members, {}, self._figures.get(report.name), now,
+                               per_node=False)  # fmt: skip
         self._figures[report.name] = figures
         eta = figures.eta
         if eta is None:
@@ -191,14 +194,19 @@ class RolloutMetrics(Collector):
         reports: Sequence[PoolReport],
         blocked: Mapping[str, str],
         pool_of: Mapping[str, str] | None = None,
+        partial: bool = False,
+        members_of: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
-        """``pool_of``: each node's pool, as the pass found it (else each node's primary
-        pool is worked out again here)."""
+        """``pool_of``: each node's pool, as the pass found it, or ``members_of``: each
+        pool's nodes (else each node's primary pool is worked out again here);
+        ``partial``: the pass synced only the pools it reports, the others keep their
+        figures (while they exist)."""
         by_name = {name_of(p): p for p in pools}
         now = self.clock()
         figures: dict[str, PoolRollout] = {}
-        members_of: dict[str, list[Obj]] = {}
-        for node in nodes:  # each node's primary pool once (nodes_for_pool per pool is N x P)
+        found: dict[str, list[Mapping[str, Any]]] = {}
+        # each node's primary pool once (nodes_for_pool per pool is N x P)
+        for node in nodes if members_of is None else ():
             if pool_of is not None:
                 primary_name = pool_of.get(name_of(node))
             else:
@@ -208,17 +216,19 @@ class RolloutMetrics(Collector):
                     continue
                 primary_name = name_of(primary) if primary is not None else None
             if primary_name is not None:
-                members_of.setdefault(primary_name, []).append(node)
+                found.setdefault(primary_name, []).append(node)
         for report in reports:
             pool = by_name.get(report.name)
             if pool is None:
                 continue
-            members = members_of.get(report.name, [])
+            members = (members_of or found).get(report.name, [])
             previous = self._pools.get(report.name)
             figures[report.name] = pool_rollout(
                 report, target_of(pool), members, blocked, previous, now
             )
         with self._lock:
+            if partial:
+                figures = {**{n: f for n, f in self._pools.items() if n in by_name}, **figures}
             self._pools = figures
 
     def figures(self) -> dict[str, PoolRollout]:

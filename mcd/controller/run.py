@@ -28,19 +28,21 @@ from types import FrameType
 from typing import Any
 
 from mcd import __version__
-from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.drain.forecast import DrainForecast
 from mcd.cluster.informer import Informer
 from mcd.cluster.lease import LeaseLock
 from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
+from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
+from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer, parse_listen_address
 from mcd.model.pool.pools import NodeView, name_of
 
@@ -92,6 +94,7 @@ class Controller:
         identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         api = load_client(options.kubeconfig)
         api.user_agent = f"{USER_AGENT} ({identity})"  # which replica asked, in audit logs
+        api.pool_size = CONNECTIONS
         self.kube = Kube(api)
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
@@ -101,22 +104,24 @@ class Controller:
         self.writer = PoolWriter(self.kube)
         self.stop = threading.Event()
         self.wake = threading.Event()
-        self.pools = Informer(self.kube, POOLS, self._changed)
-        self.configs = Informer(self.kube, MACHINECONFIGS, self._changed, copies=False)
+        self.dirty = DirtyPools(every=min(options.resync, options.retry))
+        self.pools = Informer(self.kube, POOLS, self._changed, on_diff=self.dirty.pool)
+        self.configs = Informer(self.kube, MACHINECONFIGS, self._changed, copies=False,
+                                on_diff=self.dirty.config)  # fmt: skip
         self.freed = threading.Event()  # a node became Done: a slot is free, no settling
         self._done: dict[str, bool] = {}
-        self.nodes = Informer(
-            self.kube, NODES, self._node_changed, transform=node_fields, copies=False
-        )
+        self.nodes = Informer(self.kube, NODES, self._node_changed, transform=node_fields,
+                              copies=False, on_diff=self.dirty.node)  # fmt: skip
         self.drains = DrainController(
-            self.kube, self.metrics, self.nodes.get, wake=self.wake.set, observe=self.nodes.observe
+            self.kube, self.metrics, self.nodes.get, wake=self._wake_all, observe=self._observe
         )
         self.syncer = Syncer(
             self.writer,
             __version__,
             observe_config=self.configs.observe,
             observe_pool=self.pools.observe,
-            observe_node=self.nodes.observe,
+            observe_node=self._observe,
+            background_taints=True,
             drain_blocked=self.drains.blocked,
             drain_forecast=DrainForecast(self.kube).blocked,
             drain_released=self.drains.released,
@@ -147,12 +152,29 @@ class Controller:
         caches = (self.pools, self.configs, self.nodes)
         return "" if all(i.synced.is_set() for i in caches) else "caches not synced yet"
 
-    def _changed(self, _kind: str, _obj: dict[str, object]) -> None:
+    def _changed(self, kind: str, _obj: dict[str, object]) -> None:
+        if kind == "SYNC":  # a relist: what changed is not known
+            self.dirty.everything()
         self.wake.set()
+
+    def _wake_all(self) -> None:
+        """A change no informer names (a drain's outcome): a full pass."""
+        self.dirty.everything()
+        self.wake.set()
+
+    def _observe(self, node: Obj) -> None:
+        """A Node this process wrote, into the cache (its watch event then changes nothing
+        and wakes no pass) and into the Done bookkeeping below."""
+        self.nodes.observe(node)
+        name = name_of(node)
+        if name:
+            self._done[name] = NodeView.of(node).done
 
     def _node_changed(self, kind: str, node: dict[str, Any]) -> None:
         """A node that was updating and is now Done frees a slot of its pool: the next pass
         starts without settling (the pace of a rollout is the pace of these)."""
+        if kind == "SYNC":
+            self.dirty.everything()
         name = name_of(node)
         if name:
             done = kind != "DELETED" and NodeView.of(node).done
@@ -246,13 +268,18 @@ class Controller:
         return self._release()
 
     def _pass(self) -> datetime | None:
+        changes = self.dirty.take(time.monotonic())  # before the caches are read
         snap = Snapshot(
             pools=self.pools.items(),
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
         )
         self.drains.sync(snap.nodes, drain_policies(snap))
-        reports = self.syncer.sync_all(snap)
+        only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
+        reports = self.syncer.sync_all(snap, only)
+        if self.syncer.pending:  # work left for the next pass (no watch event will ask)
+            self.dirty.named(sorted(self.syncer.pending))
+            self.wake.set()
         self.metrics.syncs.inc()
         windows = []
         for report in reports:
@@ -261,11 +288,10 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
-        pool_of = {name_of(n): pool for pool, nodes in snap.membership.members.items()
-                   for n in nodes}  # fmt: skip
-        self.metrics.rollout.observe(
-            self.pools.items(), self.nodes.items(), reports, self.drains.blocked(), pool_of
-        )
+        self.metrics.rollout.observe(  # the members as the pass read them (it writes none
+            self.pools.items(), (), reports, self.drains.blocked(),  # of what is counted)
+            partial=only is not None, members_of=snap.membership.members,
+        )  # fmt: skip
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip

@@ -13,7 +13,7 @@ Reads come from the informer caches; each write is one request. Per pool:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -27,13 +27,11 @@ from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import TAINT_BATCH, NodeWrites
+from mcd.controller.writes import QUEUED, TAINT_BATCH, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
-from mcd.model.errors import ConfigError
-from mcd.model.machineconfig import MachineConfig, machine_config_from_object
-from mcd.model.planning.plan import Cost, make_plan
+from mcd.model.planning.plan import Cost, update_cost
 from mcd.model.pool.canary import Gate
 from mcd.model.pool.hygiene import (
     Membership,
@@ -45,6 +43,7 @@ from mcd.model.pool.pools import (
     name_of,
     selects_all,
     target_of,
+    upstream_order,
     with_update_taint,
 )
 from mcd.model.pool.rollout import (
@@ -123,6 +122,12 @@ class Syncer:
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
+    background_taints: bool = False
+    """Taints written in the background, a few queued at a time (:meth:`NodeWrites.later`):
+    the controller's (200 a pass, waited for, held every slot freed meanwhile for 1-3 s at
+    5,000 nodes); else :data:`TAINT_BATCH` a pass, waited for."""
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
@@ -148,14 +153,15 @@ class Syncer:
         if self.policy_step is None:
             self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
 
-    def sync_all(self, snap: Snapshot) -> list[PoolReport]:
-        """Every pool in turn; whatever one pool raises is logged and the others go on."""
-        reports = []
+    def sync_all(self, snap: Snapshot, only: Collection[str] | None = None) -> list[PoolReport]:
+        """Every pool in turn (``only`` those named: :mod:`mcd.controller.dirty`); whatever
+        one pool raises is logged and the others go on."""
+        reports, self.pending = [], set()
         self.observe_alerts(snap.membership.alerts)
         if len(self._views) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their views
             names = {name_of(n) for n in snap.nodes}
             self._views = {n: v for n, v in self._views.items() if n in names}
-        for pool in snap.pools:
+        for pool in [p for p in snap.pools if only is None or name_of(p) in only]:
             try:
                 reports.append(self.sync_pool(pool, snap))
             except ApiError as e:
@@ -279,25 +285,39 @@ class Syncer:
 
     def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]]) -> None:
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
-        (taken off in the same write that targets a node); a node changed meanwhile (409)
-        is left for the next pass. ``latest`` gets every Node written."""
-        target = target_of(pool)
-        todo: list[tuple[str, list[Any], str]] = []
+        (taken off in the same write that targets a node), a batch a pass (in the background,
+        the nodes the rollout reaches last first); a node changed meanwhile (409) is left
+        for the next pass. ``latest`` gets every Node written."""
+        target, background = target_of(pool), self.background_taints
+        queued = self._writes.queued() if background else frozenset()
+        due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
             node = latest.get(name_of(cached), cached)
             view, tainted = self._facts(node)
-            if (view.desired != target) == tainted:
-                continue
-            wanted = not tainted
-            meta = node.get("metadata") or {}
-            todo.append((str(meta.get("name")), with_update_taint(node, wanted),
-                         str(meta.get("resourceVersion") or "")))  # fmt: skip
+            if (view.desired != target) != tainted and view.name not in queued:
+                due.append((view, node, tainted))
+        if background:
+            order = {v.name: i for i, v in enumerate(upstream_order([d[0] for d in due]))}
+            due.sort(key=lambda d: -order[d[0].name])
+        limit = max(0, QUEUED - len(queued)) if background else TAINT_BATCH
+        if len(due) > limit:
+            self.pending.add(name_of(pool))  # the rest in the next passes
+        todo = [(view.name, with_update_taint(node, not tainted),
+                 str((node.get("metadata") or {}).get("resourceVersion") or ""))
+                for view, node, tainted in due[:limit]]  # fmt: skip
 
         def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
             self.observe_node(written)
-            latest[name_of(written)] = written
+            if not background:  # ``latest`` is the pass's: over by then
+                latest[name_of(written)] = written
 
-        self._writes.each(lambda t: self.writer.set_taints(*t), todo[:TAINT_BATCH], taken)
+        def write(item: tuple[str, list[Any], str]) -> Obj:
+            return self.writer.set_taints(*item)
+
+        if not background:
+            self._writes.each(write, todo, taken)
+        elif not self._writes.later(lambda t: t[0], write, todo, taken):  # pass not waiting
+            self.pending.add(name_of(pool))
 
     def _roll_out(
         self,
@@ -374,26 +394,6 @@ def drain_timeouts(snap: Snapshot) -> dict[str, float]:
 def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
     """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
     return drainorder.drain_policies(snap.pools, snap.membership)
-
-
-def update_cost(configs: Mapping[str, Obj], current: str, target: str) -> Cost | None:
-    """What moving a node from ``current`` to ``target`` costs (``mcd plan``); None when
-    either config is missing or unreadable (the caller then assumes the worst)."""
-    old, new = _config(configs, current), _config(configs, target)
-    if old is None or new is None:
-        return None
-    plan = make_plan(old, new)
-    return plan.cost if plan.reconcilable else None
-
-
-def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
-    doc = configs.get(name)
-    if doc is None:
-        return None
-    try:
-        return machine_config_from_object(doc, name)
-    except ConfigError:
-        return None
 
 
 def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:

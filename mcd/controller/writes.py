@@ -3,23 +3,95 @@ writes, and one after the other they would hold the next wave back."""
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from mcd.cluster.api import ApiError, Obj
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
-WRITERS = 6
-"""Node writes in flight at once (the API connection pool holds 10, three of them watches)."""
+WRITERS = 10
+"""Node writes in flight at once (each waits on the API server: at 5,000 nodes a wave's 500
+targets, 6 at a time, took 2-5 s on a loaded server)."""
+CONNECTIONS = 24
+"""The controller's API connections: 3 watches, the pass's own requests, :data:`WRITERS`,
+:data:`BACKGROUND` and the drain controller's 5 workers, each with one of its own (a full
+pool closes the connection a request used: a TLS handshake for the next)."""
 TAINT_BATCH = 200
 """Taint writes per pass, after its targets; the rest in the next passes (each write's watch
 event wakes one): 4,500 taints at once, a new config's on 5,000 nodes, held a wave back."""
+BACKGROUND = 2
+"""Writes in flight at once in the background (:meth:`NodeWrites.later`)."""
+QUEUED = 12
+"""Background writes queued at most: the rest wait for a later pass (4,500 queued at once
+raced the targets, 409s, and held the whole wave's objects)."""
+RETRY = 5.0
+"""Seconds no background write is queued after one failed (other than a 409): a refusal that
+lasts (RBAC, a webhook) must not become a write every pass."""
 
 
 class NodeWrites:
     def __init__(self) -> None:
         self._writers: ThreadPoolExecutor | None = None
+        self._background: ThreadPoolExecutor | None = None
+        self._queued: set[str] = set()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._failed_at = -RETRY
+
+    def later(self, key: Callable[[T], str], write: Callable[[T], Obj], items: list[T],
+              observe: Callable[[T, Obj], None]) -> bool:  # fmt: skip
+        """``write`` items in the background, :data:`BACKGROUND` at a time, without waiting
+        (a pass's targets, the pace of a rollout, never wait on these), up to
+        :data:`QUEUED` queued; an item whose ``key`` is still queued is left out; a failed
+        write is logged and left to a later pass (a 409: the node changed, its event brings
+        one; any other failure: none queued for :data:`RETRY` seconds). False when items
+        were left for a later call."""
+        if time.monotonic() - self._failed_at < RETRY:
+            return True  # the periodic full pass comes back to them
+        if self._background is None:
+            self._background = ThreadPoolExecutor(BACKGROUND, thread_name_prefix="node-later")
+        for item in items:
+            name = key(item)
+            with self._lock:
+                if name in self._queued:
+                    continue
+                if len(self._queued) >= QUEUED:
+                    return False
+                self._queued.add(name)
+            self._background.submit(self._one, name, write, item, observe)
+        return True
+
+    def queued(self) -> frozenset[str]:
+        """The keys of the background writes queued or in flight."""
+        with self._lock:
+            return frozenset(self._queued)
+
+    def _one(self, name: str, write: Callable[[T], Obj], item: T,
+             observe: Callable[[T, Obj], None]) -> None:  # fmt: skip
+        try:
+            observe(item, write(item))
+        except ApiError as e:
+            if e.status != 409:
+                self._failed_at = time.monotonic()
+                log.warning("Node %s: background write failed: %s", name, e)
+        except Exception:  # a later pass tries again
+            self._failed_at = time.monotonic()
+            log.exception("Node %s: background write failed unexpectedly", name)
+        finally:
+            with self._lock:
+                self._queued.discard(name)
+                if not self._queued:
+                    self._idle.notify_all()
+
+    def drained(self, timeout: float) -> bool:
+        """Wait until no background write is queued (tests); False on timeout."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._queued, timeout)
 
     def each(
         self, write: Callable[[T], Obj], items: list[T], observe: Callable[[T, Obj], None]

@@ -4,6 +4,7 @@ renders nothing; the rendered config is still refused when someone edits it."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -12,9 +13,10 @@ from mcd.cluster.api import ApiError
 from mcd.cluster.pools import node_fields
 from mcd.controller import rendering
 from mcd.controller.sync import Snapshot, Syncer
-from mcd.controller.writes import NodeWrites
+from mcd.controller.writes import QUEUED, NodeWrites
+from mcd.model.pool.render import render
 from mcd.model.pool.rollout import condition
-from tests.unit.test_controller_sync import NOW, Writer, mc, pool
+from tests.unit.test_controller_sync import NOW, Writer, mc, node, pool
 
 Obj = dict[str, Any]
 
@@ -103,3 +105,59 @@ def test_node_writes_observe_every_success_before_raising() -> None:
         )
     assert e.value.status == 500
     assert seen == ["a", "b", "c"], "every write that succeeded is observed; a 409 is left out"
+
+
+def test_background_writes_are_bounded_skip_what_is_queued_and_never_hold_the_caller() -> None:
+    gate, seen, written = threading.Event(), [], []
+
+    def write(item: str) -> Obj:
+        gate.wait(10)
+        if item == "gone":
+            raise ApiError(409, "Conflict", "changed")
+        written.append(item)
+        return {"metadata": {"name": item}}
+
+    writes = NodeWrites()
+    many = [f"n{i:02d}" for i in range(QUEUED + 5)]
+    assert not writes.later(str, write, ["gone", *many], lambda _i, obj: seen.append(obj))
+    assert writes.queued() == {"gone", *many[: QUEUED - 1]}, "the rest wait for a later pass"
+    assert written == [], "the caller went on while the writes wait"
+    gate.set()
+    assert writes.drained(10)
+    assert sorted(written) == many[: QUEUED - 1] and len(seen) == QUEUED - 1
+    assert writes.later(str, write, many[QUEUED - 1 :], lambda _i, obj: seen.append(obj))
+    assert writes.drained(10) and sorted(written) == many
+
+
+def test_the_controller_taints_in_the_background_the_nodes_the_rollout_reaches_last_first() -> None:
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=1, configuration={"name": old.name})
+    nodes = [versioned(node(f"n{i:02d}", old.name), str(10 + i)) for i in range(QUEUED + 4)]
+    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
+               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
+    writer = Writer()
+    writer.pools["worker"] = p
+    syncer = Syncer(writer, "0.1.0", clock=lambda: NOW, background_taints=True)  # type: ignore[arg-type]
+    syncer.sync_all(Snapshot([p], configs, nodes))
+    assert syncer._writes.drained(10)
+    ((first, _),) = writer.of("desired")
+    tainted = [name for name, _t in writer.of("taints")]
+    assert first == "n00" and "n00" not in tainted
+    assert sorted(tainted) == [f"n{i:02d}" for i in range(4, QUEUED + 4)], (
+        "the last in the rollout's order first, QUEUED at most"
+    )
+    assert syncer.pending == {"worker"}, "the rest in the next passes"
+
+
+def test_a_background_write_refused_for_good_is_not_retried_every_pass() -> None:
+    calls: list[str] = []
+
+    def write(item: str) -> Obj:
+        calls.append(item)
+        raise ApiError(403, "Forbidden", "nodes is forbidden")
+
+    writes = NodeWrites()
+    writes.later(str, write, ["a"], lambda _i, _o: None)
+    assert writes.drained(10)
+    assert writes.later(str, write, ["a", "b"], lambda _i, _o: None), "nothing left pending"
+    assert writes.drained(10) and calls == ["a"], "none queued while the refusal is recent"

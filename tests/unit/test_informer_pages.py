@@ -3,6 +3,7 @@ once, trimmed, at the list's resourceVersion; an expired continue token lists on
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from hypothesis import given, settings
@@ -67,3 +68,40 @@ def test_an_expired_continue_token_lists_once_more_in_one_request() -> None:
     assert len(informer.items()) == 2 * PAGE + 1
     assert [bool(q.get("limit")) for q in server.queries] == [True, True, False]
     assert informer._rv == "777"
+
+
+class Events(Pages):
+    """A watch that delivers ``events`` and ends."""
+
+    def __init__(self, events: list[Obj]) -> None:
+        super().__init__(0)
+        self.events = events
+
+    def stream(self, path: str, query: Obj, timeout: float = 0) -> Any:
+        yield from self.events
+
+
+def node(version: str, labels: dict[str, str], state: str = "Done") -> Obj:
+    return {"metadata": {"name": "n1", "resourceVersion": version, "labels": labels,
+                         "annotations": {"state": state}}}  # fmt: skip
+
+
+def test_an_event_that_changes_only_the_resource_version_wakes_nobody() -> None:
+    written = node("5", {"role": "a"}, "Working")
+    server = Events([
+        {"type": "MODIFIED", "object": node("5", {"role": "a"}, "Working")},  # our own echo
+        {"type": "MODIFIED", "object": node("6", {"role": "a"}, "Working")},  # a heartbeat
+        {"type": "MODIFIED", "object": node("7", {"role": "b"}, "Working")},  # relabelled
+        {"type": "DELETED", "object": node("8", {"role": "b"}, "Working")},
+    ])  # fmt: skip
+    changes: list[str] = []
+    diffs: list[tuple[Obj | None, Obj | None]] = []
+    informer = Informer(server, "/api/v1/nodes", lambda k, _o: changes.append(k),  # type: ignore[arg-type]
+                        copies=False, on_diff=lambda old, new: diffs.append((old, new)))  # fmt: skip
+    informer._rv = "4"
+    informer.observe(written)
+    informer._watch_once(threading.Event())
+    assert changes == ["MODIFIED", "DELETED"]
+    assert [(o and o["metadata"]["labels"], n and n["metadata"]["labels"]) for o, n in diffs] == [
+        ({"role": "a"}, {"role": "b"}), ({"role": "b"}, None)]  # fmt: skip
+    assert informer._rv == "8" and informer.items() == []

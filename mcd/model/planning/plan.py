@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from mcd.model.disruption.policy import DEFAULT_POLICIES, Action, ActionType, DisruptionPolicies
-from mcd.model.errors import UnreconcilableError
-from mcd.model.machineconfig import MachineConfig
+from mcd.model.errors import ConfigError, UnreconcilableError
+from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.osupdate.kargs import rpm_ostree_kargs
 from mcd.model.planning import applicability, rebootkind
 from mcd.model.planning.actions import (
@@ -190,3 +192,23 @@ def make_plan(
         inapplicable=tuple(missing),
         reboot_choice=rebootkind.choose(reboot, diff, host, soft_reboot),
     )
+
+
+def update_cost(configs: Mapping[str, Mapping[str, Any]], current: str, target: str) -> Cost | None:
+    """What moving a node from ``current`` to ``target`` costs (``mcd plan``); None when
+    either config is missing or unreadable (the caller then assumes the worst)."""
+    old, new = _config(configs, current), _config(configs, target)
+    if old is None or new is None:
+        return None
+    plan = make_plan(old, new)
+    return plan.cost if plan.reconcilable else None
+
+
+def _config(configs: Mapping[str, Mapping[str, Any]], name: str) -> MachineConfig | None:
+    doc = configs.get(name)
+    if doc is None:
+        return None
+    try:
+        return machine_config_from_object(doc, name)
+    except ConfigError:
+        return None
