@@ -31,7 +31,9 @@ settings.load_profile("mcd")
 # Under a mutation run (mutmut sets MUTANT_UNDER_TEST) a property test that fails has killed
 # its mutant: the shrinking that would find the smallest failing example only costs time.
 settings.register_profile(
-    "mutation", parent=settings.get_profile("mcd"), phases=(Phase.explicit, Phase.reuse, Phase.generate)
+    "mutation",
+    parent=settings.get_profile("mcd"),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
 _CLUSTER = pytest.StashKey[ThrowAwayCluster]()
 
