@@ -168,3 +168,32 @@ def test_arguments_grub_cannot_carry_are_refused_on_a_grub_node_only() -> None:
     assert make_plan(old, new, host=COREOS).reconcilable  # rpm-ostree takes it as it is
     fine = mc("rendered-3", kernelArguments=['acpi_osi="Windows 2020"', "a=b,c:d"])
     assert make_plan(old, fine, host=DEBIAN).reconcilable
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('{"os":"Debian 12","osImage":"","kernelArguments":"grub","systemdVersion":252}',
+         HostSupport("Debian 12", "", GRUB, 252)),
+        ('{"os":"Fedora CoreOS 42","osImage":"bootc","kernelArguments":"grubby"}',
+         HostSupport("Fedora CoreOS 42", BOOTC, GRUBBY, 0)),
+        ('{"os":"RHCOS","osImage":"rpm-ostree","kernelArguments":"rpm-ostree",'
+         '"systemdVersion":-4}', HostSupport("RHCOS", RPM_OSTREE, RPM_OSTREE, 0)),
+        ('{"os":"' + "x" * 300 + '","osImage":"","kernelArguments":""}',
+         HostSupport("x" * 200, "", "", 0)),
+        ('{"os":"x","osImage":"","kernelArguments":"","systemdVersion":"256"}', None),
+        ('{"os":7,"osImage":"","kernelArguments":""}', None),
+        ('{"os":"x","kernelArguments":""}', None),
+        ('{"os":"x","osImage":""}', None),
+        ('["os"]', None),
+        ("{not json", None),
+        ("", None),
+    ],
+)  # fmt: skip
+def test_each_field_of_a_published_annotation_is_read_strictly(
+    value: str, expected: HostSupport | None
+) -> None:
+    assert support_from_annotation(value) == expected
+    assert support_from_annotation(value) == expected  # a second read, from the cache
+    long = value + " " * 1100  # past the cache's length: parsed afresh, same verdict
+    assert support_from_annotation(long) == expected
