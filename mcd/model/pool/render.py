@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcd.model.errors import ConfigError
+from mcd.model.gate import SUPPORTED_EXTENSIONS
 from mcd.model.ignition import merge as ignition_merge
 from mcd.model.ignition.goshape import go_shape
 from mcd.model.ignition.parse import parse_ignition
+from mcd.model.ignition.v2dedupe import DuplicateUserError, fold_v2_duplicates
 from mcd.model.ignition.validate import check
 from mcd.model.machineconfig import decode_document, machine_config_from_object
 from mcd.model.pool import renderhash
@@ -115,17 +117,19 @@ def render(
                 if isinstance(entry.get("contents"), dict):
                     entry["contents"].setdefault("compression", "")
             ignition = ignition_merge.merge(ignition, child)
+            # ... and after each merge an empty compression is unset again (only then: a
+            # first config's own "compression": "" stays when nothing merges over it)
+            for entry in (ignition.get("storage") or {}).get("files") or []:
+                contents = entry.get("contents")
+                if isinstance(contents, dict) and contents.get("compression") == "":
+                    entry["contents"] = {k: v for k, v in contents.items() if k != "compression"}
     assert ignition is not None
-    for entry in (ignition.get("storage") or {}).get("files") or []:
-        contents = entry.get("contents")
-        if isinstance(contents, dict) and contents.get("compression") == "":
-            del contents["compression"]
     for entry in (ignition.get("storage") or {}).get("files") or []:
         if entry.get("overwrite") is None:
             entry["overwrite"] = True
     unshaped = ignition
     try:
-        ignition = go_shape(ignition)
+        ignition = go_shape(ignition, omit_empty_structs=True)
     except ValueError as e:
         raise RenderError(f"rendered config is invalid: {e}") from e
     kernel_type = "default"
@@ -199,18 +203,48 @@ def _checked_spec(mc: Mapping[str, Any]) -> Obj:
     spec = mc.get("spec")
     if not isinstance(spec, Mapping):
         raise RenderError(f"MachineConfig {name}: spec: expected an object")
-    try:
-        parsed = machine_config_from_object(mc, name)
-        check(parsed.ignition, "spec.config")
-    except ConfigError as e:
-        raise RenderError(f"MachineConfig {name}: {e}") from e
     kernel_type = spec.get("kernelType") or ""
     if kernel_type and kernel_type not in KERNEL_TYPES:
         raise RenderError(f"kernelType={kernel_type} is invalid")
     out = dict(spec)
-    if isinstance(out.get("config"), str):
-        out["config"] = decode_document(out["config"])
+    try:
+        if isinstance(out.get("config"), str):
+            out["config"] = decode_document(out["config"])
+        config = out.get("config")
+        if isinstance(config, Mapping) and str(
+            (config.get("ignition") or {}).get("version") or ""
+        ).startswith("2."):
+            # as ParseAndConvertConfig: a spec 2 document's duplicates are folded first
+            out["config"] = fold_v2_duplicates(config)
+        parsed = machine_config_from_object({**mc, "spec": out}, name)
+        check(parsed.ignition, "spec.config")
+        _check_link_parents(out.get("config"))
+    except DuplicateUserError as e:
+        raise RenderError(f"failed to parse Ignition config: {e}") from e
+    except ConfigError as e:
+        raise RenderError(f"MachineConfig {name}: {e}") from e
+    invalid = [e for e in out.get("extensions") or [] if e not in SUPPORTED_EXTENSIONS]
+    if out.get("config") is not None and invalid:  # ValidateMachineConfig checks them so
+        raise RenderError(f"invalid extensions found: [{' '.join(map(str, invalid))}]")
     return out
+
+
+def _check_link_parents(config: Any) -> None:
+    """Ignition's ``Storage.Validate`` (spec 3): no entry's path may pass through a link
+    the same document defines ("file path includes link in config")."""
+    if not isinstance(config, Mapping) or str(
+        (config.get("ignition") or {}).get("version") or ""
+    ).startswith("2."):
+        return
+    storage = config.get("storage") or {}
+    links = [str(e.get("path")) for e in storage.get("links") or [] if isinstance(e, Mapping)]
+    for kind, word in (("directories", "directory"), ("files", "file"), ("links", "link")):
+        for i, entry in enumerate(storage.get(kind) or []):
+            path = str(entry.get("path")) if isinstance(entry, Mapping) else ""
+            if any(path.startswith(link + "/") for link in links):
+                raise ConfigError(
+                    f"{word} path includes link in config", f"spec.config.storage.{kind}[{i}]"
+                )
 
 
 def _last_set(

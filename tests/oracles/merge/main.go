@@ -59,13 +59,19 @@ func render(in input) output {
 }
 
 func main() {
-	var inputs []input
+	var inputs []json.RawMessage
 	if err := json.NewDecoder(os.Stdin).Decode(&inputs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	outputs := make([]output, 0, len(inputs))
-	for _, in := range inputs {
+	for _, raw := range inputs {
+		var in input
+		if err := json.Unmarshal(raw, &in); err != nil {
+			// Go's types refuse it (the API server's schema would too)
+			outputs = append(outputs, output{Error: "decoding: " + err.Error()})
+			continue
+		}
 		outputs = append(outputs, render(in))
 	}
 	enc := json.NewEncoder(os.Stdout)
