@@ -29,9 +29,11 @@ DELIBERATE = {
         "rendered config) then refuses it on every node: mcd refuses it once, at render"
     ),
     r"is on the kernel filesystem|path \"/etc/machine-config-daemon/|authorized_keys\.d/ignition"
-    r"|a name in the path is \d+ bytes|path contains a NUL byte|path must name a file": (
+    r"|a name in the path is \d+ bytes|path contains a NUL byte|path must name a file"
+    r"|path contains a '\.\.' segment": (
         "paths mcd never writes (kernel filesystems, the daemon's own state, the SSH key "
-        "file the daemon itself manages, names the file system refuses): docs/runbook.md"
+        "file the daemon itself manages, names the file system refuses, '..' that spec 2's "
+        "path.Join would fold away): docs/runbook.md"
     ),
     r"invalid name|control character|contains a control": (
         "unit and dropin names that leave their directory or hold control characters"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,10 @@ GENERATED_BY = "machineconfiguration.openshift.io/generated-by-controller-versio
 RENDERED_PREFIX = "rendered-"
 KERNEL_TYPES = ("default", "realtime", "64k-pages")
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
+INVALID_VERSION = (
+    "parsing Ignition config failed: invalid version. "
+    "Supported spec versions: 2.2,3.0,3.1,3.2,3.3,3.4,3.5"
+)
 
 Obj = dict[str, Any]
 
@@ -211,6 +216,8 @@ def _checked_spec(mc: Mapping[str, Any]) -> Obj:
         if isinstance(out.get("config"), str):
             out["config"] = decode_document(out["config"])
         config = out.get("config")
+        if isinstance(config, Mapping) and not config:  # IgnParseWrapper finds no version
+            raise RenderError(f"failed to parse Ignition config: {INVALID_VERSION}")
         if isinstance(config, Mapping) and str(
             (config.get("ignition") or {}).get("version") or ""
         ).startswith("2."):
@@ -231,7 +238,8 @@ def _checked_spec(mc: Mapping[str, Any]) -> Obj:
 
 def _check_link_parents(config: Any) -> None:
     """Ignition's ``Storage.Validate`` (spec 3): no entry's path may pass through a link
-    the same document defines ("file path includes link in config")."""
+    the same document defines ("file path includes link in config"), no hard link may
+    point at a directory it defines."""
     if not isinstance(config, Mapping) or str(
         (config.get("ignition") or {}).get("version") or ""
     ).startswith("2."):
@@ -244,6 +252,17 @@ def _check_link_parents(config: Any) -> None:
             if any(path.startswith(link + "/") for link in links):
                 raise ConfigError(
                     f"{word} path includes link in config", f"spec.config.storage.{kind}[{i}]"
+                )
+    directories = {
+        str(e.get("path")) for e in storage.get("directories") or [] if isinstance(e, Mapping)
+    }
+    for i, link in enumerate(storage.get("links") or []):
+        target = link.get("target") if isinstance(link, Mapping) else None
+        if link.get("hard") is True and isinstance(target, str) and target:
+            target = posixpath.normpath(posixpath.join(str(link.get("path")), target))
+            if target in directories:
+                raise ConfigError(
+                    "hard link target is a directory", f"spec.config.storage.links[{i}]"
                 )
 
 

@@ -191,6 +191,62 @@ def corpus_configs() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _mc(name: str, config: Any = None, role: str = "worker", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = dict(spec)
+    if config is not None:
+        body["config"] = config
+    return {"metadata": {"name": name, "labels": {ROLE: role}}, "spec": body}
+
+
+def _v(version: str, **sections: Any) -> dict[str, Any]:
+    return {"ignition": {"version": version}, **sections}
+
+
+def edge_cases() -> list[list[dict[str, Any]]]:
+    """Hand-made sets for the rules a random set seldom reaches."""
+    f: dict[str, Any] = {"path": "/etc/f", "contents": {"source": "data:,f"}}
+    gz: dict[str, Any] = {"path": "/etc/f", "contents": {"source": "data:;base64,H4sIAAAAAAACA8vPSQEA5dRdPwMAAAA=",
+                                          "compression": "gzip"}}  # fmt: skip
+    return [
+        [_mc("a", {})],
+        [_mc("a", _v("3.2.0")), _mc("b", {})],
+        [_mc("a", _v("3.4.0", storage={"files": [f]})), _mc("b", _v("3.4.0", storage={"links": [{"path": "/etc/f", "target": "/x"}]}))],
+        [_mc("a", _v("3.4.0", storage={"links": [{"path": "/etc/f", "target": "/x"}]})), _mc("b", _v("3.4.0", storage={"files": [f]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [f]})), _mc("b", _v("3.4.0", storage={"directories": [{"path": "/etc/f"}]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [gz]})), _mc("b", _v("3.4.0", storage={"files": [f]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [f]})), _mc("b", _v("3.4.0", storage={"files": [gz]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [gz]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [{**f, "contents": {**f["contents"], "compression": ""}}]}))],
+        [_mc("a", _v("3.4.0", storage={"files": [{**f, "contents": {**f["contents"], "compression": ""}}]})), _mc("b")],
+        [_mc("a", _v("3.4.0", storage={"files": [{**f, "contents": {**f["contents"], "compression": ""}}]})), _mc("b", _v("3.1.0"))],
+        [_mc("a", _v("3.3.0", kernelArguments={"shouldExist": ["a", "b"]})), _mc("b", _v("3.3.0", kernelArguments={"shouldNotExist": ["a"], "shouldExist": ["c"]}))],
+        [_mc("a", _v("3.2.0", passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k1", "k2"]}]})), _mc("b", _v("3.2.0", passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k2", "k3"], "passwordHash": "$6$x"}]}))],
+        [_mc("a", _v("3.2.0", passwd={"users": [{"name": "other"}]}))],
+        [_mc("a", _v("3.2.0", passwd={"groups": [{"name": "g", "gid": 5}]}))],
+        [_mc("a", _v("2.2.0", passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k1"]}, {"name": "core", "sshAuthorizedKeys": ["k2", "k1"], "passwordHash": "$6$x"}]}))],
+        [_mc("a", _v("2.2.0", passwd={"users": [{"name": "core"}, {"name": "other"}]}))],
+        [_mc("a", _v("2.2.0", passwd={"users": [{"name": "other"}]}))],
+        [_mc("a", _v("2.2.0", systemd={"units": [{"name": "u.service", "enable": True, "enabled": False}, {"name": "v.service", "mask": False, "contents": ""}]}))],
+        [_mc("a", _v("2.2.0", systemd={"units": [{"name": "u.service", "dropins": [{"name": "a.conf", "contents": "[Unit]"}]}, {"name": "u.service", "contents": "[Unit]", "dropins": [{"name": "b.conf"}]}, {"name": "u.service", "dropins": [{"name": "a.conf", "contents": "x"}, {"name": "c.conf"}]}]}))],
+        [_mc("a", _v("2.2.0", storage={"files": [{"filesystem": "root", "path": "/etc/a", "append": True, "contents": {"source": "data:,a"}}, {"filesystem": "root", "path": "/etc//b/../c"}], "links": [{"filesystem": "root", "path": "/etc/l", "target": "/etc/a", "hard": False}], "directories": [{"filesystem": "root", "path": "/etc/d", "mode": 493}]}))],
+        [_mc("a", _v("2.2.0", storage={"files": [{"filesystem": "root", "path": "/etc/a"}, {"filesystem": "root", "path": "etc/b/", "contents": {"source": "data:,b"}}]}))],
+        [_mc("a", _v("3.5.0", storage={"links": [{"path": "/etc/l", "target": "d", "hard": True}], "directories": [{"path": "/etc/l/d"}]}))],
+        [_mc("a", _v("2.2.0", storage={"files": [{"filesystem": "root", "path": "/etc/a", "overwrite": False, "contents": {"source": "data:,a", "compression": "", "verification": {"hash": "sha512-" + "0" * 128}}, "user": {"name": ""}, "group": {"id": 0}}]}))],
+        [_mc("a", _v("3.0.0", storage={"files": [f]})), _mc("b", _v("2.2.0", storage={"files": [{"filesystem": "root", **f}]}))],
+        [_mc("a", None, extensions=["usbguard"]), _mc("b", _v("3.1.0"), extensions=["wasm"])],
+        [_mc("a", None, extensions=["emacs"])],
+        [_mc("a", _v("3.1.0"), kernelType="realtime"), _mc("b", None, extensions=["kernel-devel"])],
+        [_mc("a", _v("3.1.0"), kernelType="realtime"), _mc("b", _v("3.1.0"), kernelType="64k-pages"), _mc("c", _v("3.1.0"), kernelType="default")],
+        [_mc("a", _v("3.1.0"), kernelType="rt")],
+        [_mc("b", _v("3.1.0"), osImageURL="quay.io/b"), _mc("a", _v("3.1.0"), osImageURL="quay.io/a", role="infra")],
+        [_mc("worker-z", _v("3.1.0", storage={"files": [f]})), _mc("infra-a", _v("3.1.0", storage={"files": [{**f, "mode": 384}]}), role="infra")],
+        [_mc("a", _v("3.5.0", storage={"files": [{**f, "mode": 2541}]}))],
+        [_mc("a", _v("3.5.0", storage={"files": [{**f, "overwrite": True, "contents": {}}]}))],
+        [_mc("a", _v("3.5.0", systemd={"units": [{"name": "u.service", "enabled": None, "mask": False}]}))],
+        [_mc("a", _v("3.5.0", storage={"directories": [{"path": "/etc/d", "overwrite": True}], "links": [{"path": "/etc/l", "target": "/etc/d", "hard": True}]}))],
+    ]  # fmt: skip
+
+
 def cases() -> list[dict[str, Any]]:
     rng = random.Random(SEED)
     found = corpus_configs()
@@ -211,6 +267,11 @@ def cases() -> list[dict[str, Any]]:
             mc["metadata"].setdefault("labels", {ROLE: "worker"})
         out.append({"from": f"corpus pair {i}: " + " + ".join(w for w, _ in picked),
                     "pool": "worker", "configs": configs, "base": ["", ""]})  # fmt: skip
+    for i, configs in enumerate(edge_cases()):
+        for mc in configs:
+            mc.update(apiVersion="machineconfiguration.openshift.io/v1", kind="MachineConfig")
+        out.append({"from": f"edge {i}", "pool": "infra", "configs": configs,
+                    "base": ["quay.io/base", "quay.io/ext"]})  # fmt: skip
     for i in range(500):
         names = rng.sample(["00-a", "01-b", "10-c", "50-d", "99-e", "99-worker-ssh", "a", "B"],
                            rng.randint(1, 5))  # fmt: skip
