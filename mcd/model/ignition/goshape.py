@@ -1,12 +1,14 @@
 """An Ignition config in the shape Go's ``json.Marshal`` of Ignition's v3_5 ``Config`` gives it.
 
 Upstream's render controller parses each MachineConfig's config into that struct, merges,
-and stores ``json.Marshal(outIgn)``: every nested struct appears even when empty
-(``"passwd": {}``, ``"verification": {}``), pointers appear only when set, empty lists and
-empty optional strings disappear, unknown keys are dropped and keys match
-case-insensitively, as Go's decoder does. The rendered config's name hashes that text, so
-mcd stores the same shape. The tables below are generated from Ignition's
-``config/v3_5/types/schema.go`` by ``tests/oracles/renderhash/gen_shape.py``.
+and stores ``json.Marshal(outIgn)`` of ``github.com/clarketm/json`` (``omit_empty_structs``):
+pointers appear only when set, empty lists and empty optional strings disappear, a nested
+struct whose fields are all empty disappears too, unknown keys are dropped and keys match
+case-insensitively, as Go's decoder does. (Go's own ``encoding/json``, the default here,
+keeps every nested struct: ``"passwd": {}``, ``"verification": {}``.) The rendered config's
+name hashes that text, so mcd stores the same shape (``tests/oracles/merge``). The tables
+below are generated from Ignition's ``config/v3_5/types/schema.go`` by
+``tests/oracles/renderhash/gen_shape.py``.
 """
 
 from __future__ import annotations
