@@ -107,3 +107,25 @@ def test_upstreams_texts_for_its_merge_refusals() -> None:
                 _render(vector)
             except RenderError as e:
                 assert text in str(e)
+
+
+def test_upstreams_renders_mcd_refuses_for_overwrite_hold_a_file_ignition_refuses() -> None:
+    """The refusal is deliberate, not a merge difference: upstream's own rendered spec holds
+    a file with overwrite true and no source, which upstream's ParseAndConvertConfig (the
+    daemon's parse of the rendered config) refuses: fed back to the oracle, it says
+    "overwrite must be false if source is unspecified"."""
+    checked = 0
+    for vector in RENDERED:
+        try:
+            _render(vector)
+            continue
+        except RenderError as e:
+            if "overwrite must be false if source is unspecified" not in str(e):
+                continue
+        files = vector["spec"]["config"]["storage"]["files"]
+        assert any(
+            f.get("overwrite") is True and (f.get("contents") or {}).get("source") is None
+            for f in files
+        ), vector["from"]
+        checked += 1
+    assert checked >= 20
