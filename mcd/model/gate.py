@@ -27,7 +27,7 @@ from mcd.model.osupdate.imagemode import argument_problem
 from mcd.model.text import goquote
 
 SUPPORTED_EXTENSIONS = (
-    "two-node-ha", "wasm", "ipsec", "usbguard", "kerberos",
+    "two-node-ha", "ipsec", "usbguard", "kerberos",
     "kernel-devel", "sandboxed-containers", "sysstat",
 )  # fmt: skip
 KERNEL_TYPES = ("", "default", "realtime", "64k-pages")

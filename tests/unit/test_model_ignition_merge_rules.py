@@ -41,7 +41,8 @@ def test_v2_files_directories_and_links_lose_their_filesystem() -> None:
         "links": [{"filesystem": "root", "path": "/etc/l", "target": "/etc/a"}],
     })  # fmt: skip
     assert ignition_merge.to_spec3(doc) == ign(storage={
-        "files": [{"path": "/etc/a", "contents": {"source": "data:,a"}}],
+        # spec 2 files are overwritten by default (v23tov30)
+        "files": [{"path": "/etc/a", "contents": {"source": "data:,a"}, "overwrite": True}],
         "directories": [{"path": "/etc/d"}],
         "links": [{"path": "/etc/l", "target": "/etc/a"}],
     })  # fmt: skip
@@ -54,9 +55,10 @@ def test_v2_append_true_appends_the_contents_and_false_is_a_plain_file() -> None
         {"path": "/etc/plain", "append": False, "contents": {"source": "data:,p"}},
     ]})  # fmt: skip
     assert ignition_merge.to_spec3(doc)["storage"]["files"] == [
-        {"path": "/etc/log", "append": [{"source": "data:,x"}]},
-        {"path": "/etc/empty", "append": []},
-        {"path": "/etc/plain", "contents": {"source": "data:,p"}},
+        # as v23tov30: an appended file is not overwritten; a missing source is ""
+        {"path": "/etc/log", "append": [{"source": "data:,x"}], "overwrite": False},
+        {"path": "/etc/empty", "append": [{"source": ""}], "overwrite": False},
+        {"path": "/etc/plain", "contents": {"source": "data:,p"}, "overwrite": True},
     ]
 
 

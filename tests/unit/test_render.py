@@ -52,20 +52,8 @@ def test_fips_alone_sets_every_default() -> None:
     assert out.spec == {
         "osImageURL": "",
         "baseOSExtensionsContainerImage": "",
-        # as upstream stores json.Marshal of Ignition's Config struct: empty structs stay
-        "config": {
-            "ignition": {
-                "config": {"replace": {"verification": {}}},
-                "proxy": {},
-                "security": {"tls": {}},
-                "timeouts": {},
-                "version": V,
-            },
-            "kernelArguments": {},
-            "passwd": {},
-            "storage": {},
-            "systemd": {},
-        },
+        # as upstream stores clarketm/json of Ignition's Config struct: empty structs go
+        "config": {"ignition": {"version": V}},
         "kernelArguments": [],
         "extensions": [],
         "fips": True,
@@ -93,7 +81,10 @@ def test_everything_merges_as_upstream() -> None:
     assert out.spec["extensions"] == ["testExtensions"]
     assert out.spec["fips"] is True
     assert out.spec["config"] == go_shape(
-        users({"name": "core", "sshAuthorizedKeys": ["5678", "1234"], "passwordHash": "testpass"})
+        omit_empty_structs=True,
+        config=users(
+            {"name": "core", "sshAuthorizedKeys": ["5678", "1234"], "passwordHash": "testpass"}
+        ),
     )
 
 
@@ -110,23 +101,19 @@ def test_custom_pool_overrides_worker_and_names_order_the_rest() -> None:
     ]
     out = render("infra", configs)
     assert out.sources == ("aaa", "bbb", "ddd", "ccc")
-    new = {"source": "data:,new", "verification": {}}
+    new = {"source": "data:,new"}
     assert out.spec["config"]["storage"]["files"] == [
         {
             "path": "/etc/test1",
             "mode": 420,
             "contents": new,
             "overwrite": True,
-            "user": {},
-            "group": {},
         },
         {
             "path": "/etc/test2",
             "mode": 420,
             "contents": new,
             "overwrite": True,
-            "user": {},
-            "group": {},
         },
     ]
 
@@ -198,7 +185,9 @@ def test_spec_2_2_is_translated() -> None:
     }  # fmt: skip
     assert ignition_merge.to_spec3(v2) == {
         "ignition": {"version": V},
-        "storage": {"files": [{"path": "/etc/log", "append": [{"source": "data:,x"}]}]},
+        "storage": {
+            "files": [{"path": "/etc/log", "append": [{"source": "data:,x"}], "overwrite": False}]
+        },
         "systemd": {"units": [{"name": "a.service", "enabled": True}]},
     }
 

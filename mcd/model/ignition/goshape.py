@@ -1,12 +1,14 @@
 """An Ignition config in the shape Go's ``json.Marshal`` of Ignition's v3_5 ``Config`` gives it.
 
 Upstream's render controller parses each MachineConfig's config into that struct, merges,
-and stores ``json.Marshal(outIgn)``: every nested struct appears even when empty
-(``"passwd": {}``, ``"verification": {}``), pointers appear only when set, empty lists and
-empty optional strings disappear, unknown keys are dropped and keys match
-case-insensitively, as Go's decoder does. The rendered config's name hashes that text, so
-mcd stores the same shape. The tables below are generated from Ignition's
-``config/v3_5/types/schema.go`` by ``tests/oracles/renderhash/gen_shape.py``.
+and stores ``json.Marshal(outIgn)`` of ``github.com/clarketm/json`` (``omit_empty_structs``):
+pointers appear only when set, empty lists and empty optional strings disappear, a nested
+struct whose fields are all empty disappears too, unknown keys are dropped and keys match
+case-insensitively, as Go's decoder does. (Go's own ``encoding/json``, the default here,
+keeps every nested struct: ``"passwd": {}``, ``"verification": {}``.) The rendered config's
+name hashes that text, so mcd stores the same shape (``tests/oracles/merge``). The tables
+below are generated from Ignition's ``config/v3_5/types/schema.go`` by
+``tests/oracles/renderhash/gen_shape.py``.
 """
 
 from __future__ import annotations
@@ -114,13 +116,32 @@ def _fields(struct: str) -> list[tuple[str, str, bool]]:
     return _FIELDS[struct]
 
 
-def go_shape(config: Mapping[str, Any]) -> dict[str, Any]:
+def go_shape(config: Mapping[str, Any], omit_empty_structs: bool = False) -> dict[str, Any]:
     """``json.Marshal`` of ``config`` decoded into Ignition's v3_5 ``Config`` struct.
 
+    ``omit_empty_structs``: marshal as ``github.com/clarketm/json`` does, which
+    ``MergeMachineConfigs`` uses to store the rendered config: a struct field tagged
+    ``omitempty`` whose fields are all empty is left out (``"passwd": {}``,
+    ``"verification": {}`` and ``"ignition": {"proxy": {}}`` do not appear).
     Raises ``ValueError`` where Go's decoder would refuse a value's JSON type.
     """
-    shaped: dict[str, Any] = _encode(_decode(config, "Config", None, "config"), "Config")
+    decoded = _decode(config, "Config", None, "config")
+    shaped: dict[str, Any] = _encode(decoded, "Config", omit_empty_structs)
     return shaped
+
+
+def _is_empty(value: Any, gotype: str) -> bool:
+    """clarketm/json's ``isEmptyValue`` of a decoded value (a struct: all fields empty)."""
+    gotype = ALIASES.get(gotype, gotype)
+    if value is None:
+        return True
+    if gotype.startswith("*"):
+        return False
+    if gotype.startswith("[]") or gotype == "string":
+        return len(value) == 0
+    if gotype in ("bool", "int"):
+        return not value
+    return all(_is_empty(value.get(name), ftype) for name, ftype, _ in _fields(gotype))
 
 
 def _decode(raw: Any, gotype: str, existing: Any, where: str) -> Any:
@@ -162,12 +183,12 @@ def _decode(raw: Any, gotype: str, existing: Any, where: str) -> Any:
     return value
 
 
-def _encode(value: Any, gotype: str) -> Any:
+def _encode(value: Any, gotype: str, omit: bool = False) -> Any:
     gotype = ALIASES.get(gotype, gotype)
     if gotype.startswith("*"):
-        return _encode(value, gotype[1:])
+        return _encode(value, gotype[1:], omit)
     if gotype.startswith("[]"):
-        return None if value is None else [_encode(item, gotype[2:]) for item in value]
+        return None if value is None else [_encode(item, gotype[2:], omit) for item in value]
     if gotype in ("string", "bool", "int"):
         return value
     out: dict[str, Any] = {}
@@ -176,15 +197,15 @@ def _encode(value: Any, gotype: str) -> Any:
         resolved = ALIASES.get(ftype, ftype)
         if resolved.startswith("*"):
             if item is not None:
-                out[name] = _encode(item, resolved)
+                out[name] = _encode(item, resolved, omit)
         elif resolved.startswith("[]"):
             if not (omitempty and not item):
-                out[name] = _encode(item, resolved)
+                out[name] = _encode(item, resolved, omit)
         elif resolved in ("string", "bool", "int"):
             zero = {"string": "", "bool": False, "int": 0}[resolved]
             item = zero if item is None else item
             if not (omitempty and item == zero):
                 out[name] = item
-        else:
-            out[name] = _encode(item, resolved)
+        elif not (omit and omitempty and _is_empty(item, resolved)):
+            out[name] = _encode(item, resolved, omit)
     return out

@@ -21,6 +21,7 @@ Spec 2.2 documents are translated to spec 3 first (``ParseAndConvertConfig``): t
 from __future__ import annotations
 
 import copy
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,20 +80,46 @@ def to_spec3(doc: object, where: str = "spec.config", parsed: bool = False) -> J
 
 
 def _from_v2(doc: JSONObj) -> None:
+    """As upstream's ``v23tov30.Translate``: spec 2 files are overwritten by default (an
+    appended one is not), empty strings and false flags become unset, paths are joined
+    onto the root filesystem's mount point."""
     doc.pop("networkd", None)  # refused by the parser when it has units
     storage = doc.get("storage") or {}
     for key in ("files", "directories", "links"):
         for entry in storage.get(key) or []:
             entry.pop("filesystem", None)
+            if isinstance(entry.get("path"), str):
+                entry["path"] = posixpath.normpath("/" + entry["path"]).replace("//", "/", 1)
+            for owner in ("user", "group"):
+                if isinstance(entry.get(owner), dict) and not entry[owner].get("name"):
+                    entry[owner].pop("name", None)
+            if key == "links" and entry.get("hard") is False:
+                del entry["hard"]
     for entry in storage.get("files") or []:
+        contents = entry.pop("contents", None) or {}
+        contents = {**contents, "source": contents.get("source") or ""}
+        if not contents.get("compression"):
+            contents.pop("compression", None)
         if entry.pop("append", False) is True:
-            contents = entry.pop("contents", None)
-            entry["append"] = [contents] if contents else []
+            entry["overwrite"] = False
+            entry["append"] = [contents]
         else:
-            entry.pop("append", None)
+            entry["contents"] = contents
+            if entry.get("overwrite") is None:
+                entry["overwrite"] = True
     for unit in (doc.get("systemd") or {}).get("units") or []:
-        if unit.pop("enable", False) and "enabled" not in unit:
+        enable = unit.pop("enable", False)
+        if unit.get("enabled") is False:
+            pass
+        elif unit.get("enabled") is True or enable:
             unit["enabled"] = True
+        else:
+            unit.pop("enabled", None)
+        if unit.get("mask") is False:
+            del unit["mask"]
+        for entry in [unit, *(unit.get("dropins") or [])]:
+            if entry.get("contents") == "":
+                del entry["contents"]
     (doc.get("ignition") or {}).pop("config", None)
 
 

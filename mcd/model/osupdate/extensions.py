@@ -1,4 +1,5 @@
-"""RHCOS extensions and the packages each installs (upstream ``common/helpers.go``)."""
+"""RHCOS extensions and the packages each installs (upstream ``common/helpers.go``; ``wasm``
+left upstream's list with MCO-2088)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from mcd.model.text import goquote
 
 EXTENSION_PACKAGES: dict[str, tuple[str, ...]] = {
     "two-node-ha": ("pacemaker", "pcs", "fence-agents-all"),
-    "wasm": ("crun-wasm",),
     "ipsec": ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec"),
     "usbguard": ("usbguard",),
     "kerberos": ("krb5-workstation", "libkadm5"),
