@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcd.model.errors import ConfigError
-from mcd.model.machineconfig import MachineConfig, empty_machine_config, machine_config_from_object
+from mcd.model.machineconfig import MachineConfig, empty_machine_config
 from mcd.model.planning.applicability import host_support_of
+from mcd.model.planning.plan import config_named
 from mcd.model.planning.poolfit import CONDITION, Member, condition, unfit
 from mcd.model.pool.pools import name_of, target_of
 from mcd.model.pool.rollout import condition as find_condition
@@ -36,7 +36,7 @@ def update_condition(
 
     def config(name: str) -> MachineConfig | None:
         if name not in parsed:
-            parsed[name] = _config(configs, name)
+            parsed[name] = config_named(configs, name)
         return parsed[name]
 
     target_name = target_of(pool)
@@ -60,13 +60,3 @@ def _annotations(node: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _current(node: Mapping[str, Any]) -> str:
     return str(_annotations(node).get(Annotation.CURRENT_CONFIG) or "")
-
-
-def _config(configs: Mapping[str, Obj], name: str) -> MachineConfig | None:
-    doc = configs.get(name) if name else None
-    if doc is None:
-        return None
-    try:
-        return machine_config_from_object(doc, name)
-    except ConfigError:
-        return None

@@ -197,15 +197,17 @@ def make_plan(
 def update_cost(configs: Mapping[str, Mapping[str, Any]], current: str, target: str) -> Cost | None:
     """What moving a node from ``current`` to ``target`` costs (``mcd plan``); None when
     either config is missing or unreadable (the caller then assumes the worst)."""
-    old, new = _config(configs, current), _config(configs, target)
+    old, new = config_named(configs, current), config_named(configs, target)
     if old is None or new is None:
         return None
     plan = make_plan(old, new)
     return plan.cost if plan.reconcilable else None
 
 
-def _config(configs: Mapping[str, Mapping[str, Any]], name: str) -> MachineConfig | None:
-    doc = configs.get(name)
+def config_named(configs: Mapping[str, Mapping[str, Any]], name: str) -> MachineConfig | None:
+    """The MachineConfig ``name`` of ``configs`` (objects by name), parsed; None when it is
+    missing or unreadable."""
+    doc = configs.get(name) if name else None
     if doc is None:
         return None
     try:
