@@ -55,9 +55,12 @@ from tests.e2e.harness import IMAGE_B, REPO, AgentNode
 from tests.fakes import rpm_ostree
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
+from tests.fakes.realcluster import install_crd
 
-CRDS = ("01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml")
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRDS = {
+    "01-machineconfig-crd.yaml": "machineconfigs",
+    "04-machineconfigpool-crd.yaml": "machineconfigpools",
+}
 MCN = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes"
 
 
@@ -69,15 +72,9 @@ def _crds(kube_cluster: TestCluster) -> Iterator[None]:
     if kube_cluster.fake is not None:
         yield
         return
-    for name in CRDS:
+    for name, plural in CRDS.items():
         doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
-        with contextlib.suppress(ApiError):
-            kube_cluster.kube.request("POST", CRD_PATH, body=doc)
-        wait(lambda d=doc: any(  # type: ignore[misc]
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (kube_cluster.kube.request("GET", f"{CRD_PATH}/{d['metadata']['name']}")
-                      .get("status") or {}).get("conditions") or []
-        ), 30, f"CRD {name} established")  # fmt: skip
+        install_crd(kube_cluster.kube, doc, f"/apis/machineconfiguration.openshift.io/v1/{plural}")
     yield
     for mc in kube_cluster.kube.request("GET", MACHINECONFIGS).get("items") or []:
         if mc["metadata"]["name"].startswith("rendered-"):

@@ -16,16 +16,14 @@ from mcd.cluster.api import ApiError
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode, create_config
-from tests.e2e.scenarios import boot_on, wait_served
+from tests.e2e.scenarios import boot_on
 from tests.e2e.test_machineconfignode import MCN, record_status_writes
-from tests.e2e.test_own_node_admission import present
 from tests.e2e.test_service_ca import (
-    CRD_PATH,
     complete_controller_config,
     openshift,  # noqa: F401 (fixture)
 )
 from tests.fakes.kubecluster import TestCluster
-from tests.integration.test_kubectl import kubectl
+from tests.fakes.realcluster import install_crd
 from tests.unit.test_policy_status import status_object
 
 Obj = dict[str, Any]
@@ -95,27 +93,19 @@ def test_node_degraded_follows_a_failed_update_and_its_recovery(
 
 
 @pytest.fixture
-def machine_configuration(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
-    """On a real kube-apiserver: upstream's MachineConfiguration CRD, applied with kubectl
-    (Established and served), removed after if this test added it."""
+def machine_configuration(kube_cluster: TestCluster) -> Iterator[None]:
+    """On a real kube-apiserver: upstream's MachineConfiguration CRD (Established and served),
+    left installed as the other tests of that CRD leave it: deleting a CRD takes the API
+    server's finalizer, and a test applying it meanwhile would wait on a terminating copy."""
     if kube_cluster.fake is not None:
         yield
         return
-    name = yaml.safe_load(MC_CRD.read_text())["metadata"]["name"]
-    added = not present(kube_cluster.kube, CRD_PATH + name)
+    install_crd(kube_cluster.kube, yaml.safe_load(MC_CRD.read_text()), MACHINE_CONFIGURATIONS)
     try:
-        applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", "-f", str(MC_CRD))
-        assert applied.returncode == 0, applied.stderr
-        wait_served(kube_cluster.kube, MACHINE_CONFIGURATIONS, "MachineConfiguration CRD")
         yield
     finally:
         with contextlib.suppress(ApiError):
             kube_cluster.kube.request("DELETE", f"{MACHINE_CONFIGURATIONS}/cluster")
-        if added:
-            with contextlib.suppress(ApiError):
-                kube_cluster.kube.request("DELETE", CRD_PATH + name)
-            with contextlib.suppress(ApiError):
-                present(kube_cluster.kube, CRD_PATH + name, timeout=60.0)
 
 
 def create_machine_configuration(cluster: TestCluster, obj: Obj) -> None:

@@ -18,17 +18,16 @@ from typing import Any
 import pytest
 import yaml
 
-from mcd.cluster.api import ApiError
 from mcd.cluster.pools import PoolWriter
 from mcd.controller.sync import Snapshot, Syncer
 from mcd.model.node.pinned import CRIO_DROPIN
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.controller_harness import wait
 from tests.e2e.harness import REPO, AgentNode
 from tests.e2e.scenarios import boot_on
 from tests.e2e.test_machineconfignode import MCN
 from tests.fakes import cri
 from tests.fakes.kubecluster import TestCluster
+from tests.fakes.realcluster import install_crd
 
 Obj = dict[str, Any]
 API = "/apis/machineconfiguration.openshift.io/v1"
@@ -38,8 +37,10 @@ IMAGE_A = "quay.io/openshift/pinned-a@sha256:" + "a" * 64
 IMAGE_B = "quay.io/openshift/pinned-b@sha256:" + "b" * 64
 IMAGE_C = "quay.io/openshift/pinned-c@sha256:" + "c" * 64
 IMAGE_D = "quay.io/openshift/pinned-d@sha256:" + "d" * 64
-CRDS = ("04-machineconfigpool-crd.yaml", "10-pinnedimageset-crd.yaml")
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRDS = {
+    "04-machineconfigpool-crd.yaml": f"{API}/machineconfigpools",
+    "10-pinnedimageset-crd.yaml": f"{API}/pinnedimagesets",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -47,22 +48,9 @@ def _crds(kube_cluster: TestCluster) -> Iterator[None]:
     """On a real cluster: daemonset/04 and daemonset/10 as shipped (replacing an older copy),
     established before the test (the fake serves both built in)."""
     if kube_cluster.fake is None:
-        kube = kube_cluster.kube
-        for file in CRDS:
+        for file, served in CRDS.items():
             doc = yaml.safe_load((REPO / "daemonset" / file).read_text())
-            path = f"{CRD_PATH}/{doc['metadata']['name']}"
-            try:
-                kube.request("POST", CRD_PATH, body=doc)
-            except ApiError as e:
-                if e.status != 409:
-                    raise
-                version = kube.request("GET", path)["metadata"]["resourceVersion"]
-                doc["metadata"]["resourceVersion"] = version
-                kube.request("PUT", path, body=doc)
-            wait(lambda p=path: any(  # type: ignore[misc]
-                c.get("type") == "Established" and c.get("status") == "True"
-                for c in (kube.request("GET", p).get("status") or {}).get("conditions") or []
-            ), 30, f"CRD {file} established")  # fmt: skip
+            install_crd(kube_cluster.kube, doc, served)
     yield
 
 

@@ -22,9 +22,10 @@ from mcd.model.certificates.serviceca import LAST_OBSERVED_SERVER_CA, SERVICE_CA
 from mcd.model.vocabulary import Annotation
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.harness import AgentNode
-from tests.e2e.scenarios import boot_on, wait_served
+from tests.e2e.scenarios import boot_on
 from tests.e2e.test_own_node_admission import present
 from tests.fakes.kubecluster import TestCluster
+from tests.fakes.realcluster import install_crd
 from tests.integration.test_certificates import CA_A, controller_config
 from tests.integration.test_kubectl import kubectl
 
@@ -38,14 +39,14 @@ CM_PATH = f"/api/v1/namespaces/{MCO_NS}/configmaps"
 ROLE = Path(__file__).resolve().parents[2] / "daemonset/openshift/11-service-ca-rotation.yaml"
 CRD = Path(__file__).resolve().parents[1] / "data/upstream/controllerconfigs.crd.yaml"
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MCO_NS}}
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 
 
 @pytest.fixture
 def openshift(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
     """The operator's namespace; on a real kube-apiserver also upstream's ControllerConfig
-    CRD (Established and served) and the Role of daemonset/openshift/ for the agents'
-    ServiceAccount, applied with kubectl; what was not there before is deleted after."""
+    CRD (Established and served, left installed) and the Role of daemonset/openshift/ for the
+    agents' ServiceAccount, applied with kubectl; what else was not there before is deleted
+    after."""
     if kube_cluster.fake is not None:
         kube_cluster.create("/api/v1/namespaces", NAMESPACE)
         yield
@@ -53,17 +54,17 @@ def openshift(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
     crd = yaml.safe_load(CRD.read_text())
     role, binding = [d for d in yaml.safe_load_all(ROLE.read_text()) if d]
     rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{MCO_NS}"
-    paths = [CRD_PATH + crd["metadata"]["name"], f"/api/v1/namespaces/{MCO_NS}",
+    install_crd(kube_cluster.kube, crd, CC_PATH)  # left installed: see test_mcn_degraded
+    paths = [f"/api/v1/namespaces/{MCO_NS}",
              f"{rbac}/roles/{role['metadata']['name']}",
              f"{rbac}/rolebindings/{binding['metadata']['name']}"]  # fmt: skip
     added = [p for p in paths if not present(kube_cluster.kube, p)]
     ns_file = tmp_path / "ns.yaml"
     ns_file.write_text(yaml.safe_dump(NAMESPACE))
     try:
-        for files in (["-f", str(CRD), "-f", str(ns_file)], ["-f", str(ROLE)]):
+        for files in (["-f", str(ns_file)], ["-f", str(ROLE)]):
             applied = kubectl(kube_cluster, tmp_path, "apply", "--server-side", *files)
             assert applied.returncode == 0, applied.stderr
-        wait_served(kube_cluster.kube, CC_PATH, "ControllerConfig CRD")
         yield
     finally:
         for path in reversed(added):

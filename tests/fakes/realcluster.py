@@ -332,3 +332,46 @@ def inotify_instances() -> tuple[int, int]:
             continue
     limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
     return used, limit
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def install_crd(kube: Kube, doc: dict[str, Any], served: str, timeout: float = 180.0) -> None:
+    """A CRD as ``doc`` says (created, or replacing an older copy), Established and ``served``
+    answering. A copy still being deleted by an earlier test is waited for until it is gone
+    first: applied onto a terminating CRD, the new one would never be Established."""
+    path = f"{CRD_PATH}/{doc['metadata']['name']}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = kube.request("GET", path)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            found = None
+        if found is None or not found["metadata"].get("deletionTimestamp"):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"CRD {doc['metadata']['name']} still being deleted after {timeout}s"
+            )
+        time.sleep(0.5)
+    body = {**doc, "metadata": dict(doc["metadata"])}
+    if found is None:
+        kube.request("POST", CRD_PATH, body=body)
+    else:
+        body["metadata"]["resourceVersion"] = found["metadata"]["resourceVersion"]
+        kube.request("PUT", path, body=body)
+    conditions: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        crd = kube.request("GET", path)
+        conditions = {
+            c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []
+        }
+        if conditions.get("Established") == "True":
+            with contextlib.suppress(ApiError):
+                kube.request("GET", served)
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"CRD {doc['metadata']['name']} not served after {timeout}s: {conditions}")

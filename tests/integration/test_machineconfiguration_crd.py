@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.policies import MACHINECONFIGURATION, SOURCE, cluster_policies
 from mcd.model.disruption.policy import parse_user_policies, restart
 from mcd.model.errors import PolicyError
+from tests.fakes.realcluster import install_crd
 from tests.unit.test_policy_status import CRD, USER, status_object
 
 KUBECONFIG = os.environ.get("MCD_TEST_KUBECONFIG", "")
@@ -30,17 +31,8 @@ CRD_NAME = "machineconfigurations.operator.openshift.io"
 
 @pytest.fixture(scope="module")
 def kube() -> Iterator[Kube]:
-    subprocess.run(["kubectl", "--kubeconfig", KUBECONFIG, "apply", "-f", str(CRD)],
-                   check=True, capture_output=True)  # fmt: skip
-    subprocess.run(["kubectl", "--kubeconfig", KUBECONFIG, "wait", "--for=condition=Established",
-                    f"crd/{CRD_NAME}", "--timeout=60s"], check=True, capture_output=True)  # fmt: skip
     kube = Kube(load_client(KUBECONFIG))
-    for _ in range(50):  # discovery catches up with the new kind
-        try:
-            kube.request("GET", MACHINECONFIGURATION.rsplit("/", 1)[0])
-            break
-        except ApiError:
-            time.sleep(0.2)
+    install_crd(kube, yaml.safe_load(CRD.read_text()), MACHINECONFIGURATION.rsplit("/", 1)[0])
     yield kube
     with contextlib.suppress(ApiError):
         kube.request("DELETE", MACHINECONFIGURATION)

@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 import yaml
 
-from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
 from mcd.model.ignition.dataurl import encode_data_url
 from mcd.model.ignition.served import Extras, served_config
 from mcd.server.tokens import secret_name
 from tests.fakes.kubecluster import TestCluster
+from tests.fakes.realcluster import install_crd
 from tests.unit.test_server_http import _cert
 
 IGNITION = Path("/usr/lib/dracut/modules.d/30ignition/ignition")
@@ -125,7 +125,6 @@ def rendered(name: str) -> dict[str, Any]:
 
 
 POOL_CRD = Path(__file__).resolve().parents[2] / "daemonset/04-machineconfigpool-crd.yaml"
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def ensure_pool_crd(cluster: TestCluster) -> None:
@@ -133,19 +132,7 @@ def ensure_pool_crd(cluster: TestCluster) -> None:
     installed, as the controller's e2e tests leave it."""
     if cluster.fake is not None:
         return
-    doc = yaml.safe_load(POOL_CRD.read_text())
-    with contextlib.suppress(ApiError):
-        cluster.kube.request("POST", CRD_PATH, body=doc)
-    deadline = time.monotonic() + 60
-    while True:
-        crd = cluster.kube.request("GET", f"{CRD_PATH}/{doc['metadata']['name']}")
-        conditions = (crd.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-            with contextlib.suppress(ApiError):
-                cluster.kube.request("GET", POOLS)
-                return
-        assert time.monotonic() < deadline, "MachineConfigPool CRD not served"
-        time.sleep(0.2)
+    install_crd(cluster.kube, yaml.safe_load(POOL_CRD.read_text()), POOLS)
 
 
 def make_pool(cluster: TestCluster, base: str) -> str:
