@@ -122,6 +122,7 @@ class Controller:
             observe_pool=self.pools.observe,
             observe_node=self._observe,
             background_taints=True,
+            background_targets=True,
             drain_blocked=self.drains.blocked,
             drain_forecast=DrainForecast(self.kube).blocked,
             drain_released=self.drains.released,
@@ -268,11 +269,13 @@ class Controller:
         return self._release()
 
     def _pass(self) -> datetime | None:
-        changes = self.dirty.take(time.monotonic())  # before the caches are read
+        taken = time.monotonic()
+        changes = self.dirty.take(taken)  # before the caches are read
         snap = Snapshot(
             pools=self.pools.items(),
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
+            taken=taken,
         )
         self.drains.sync(snap.nodes, drain_policies(snap))
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())

@@ -13,9 +13,11 @@ Reads come from the informer caches; each write is one request. Per pool:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -27,7 +29,7 @@ from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import QUEUED, TAINT_BATCH, NodeWrites
+from mcd.controller.writes import QUEUED, TAINT_BATCH, InFlight, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
@@ -75,6 +77,9 @@ class Snapshot:
     pools: list[Obj]
     configs: dict[str, Obj]
     nodes: list[Obj]
+    taken: float = field(default_factory=time.monotonic)
+    """When the caches were read (before the reads): :class:`InFlight` keeps a target until
+    a snapshot taken after its write was answered."""
     _membership: Membership | None = None
 
     @property
@@ -121,6 +126,7 @@ class Syncer:
     estimates: Estimates = field(default_factory=Estimates)
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
+    _inflight: InFlight = field(default_factory=InFlight)
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
@@ -128,6 +134,10 @@ class Syncer:
     """Taints written in the background, a few queued at a time (:meth:`NodeWrites.later`):
     the controller's (200 a pass, waited for, held every slot freed meanwhile for 1-3 s at
     5,000 nodes); else :data:`TAINT_BATCH` a pass, waited for."""
+    background_targets: bool = False
+    """A pass hands its targets to the writers and goes on (the controller's: a pass that
+    waited on a wave's writes held every slot freed meanwhile); they count as targeted
+    until a pass reads them (:class:`InFlight`)."""
 
     def _view(self, node: Mapping[str, Any]) -> NodeView:
         """``NodeView.of(node)``, kept per resourceVersion (a pass reads every node; most
@@ -187,6 +197,9 @@ class Syncer:
                 self.observe_pool(written)
             return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
+        flying = self._inflight.of([v.name for v in views], snap.taken)
+        if flying:  # handed to the writers, not yet read back: targeted
+            views = [replace(v, desired=flying[v.name]) if v.name in flying else v for v in views]
         window, window_error = self._window(pool, now)
         members = {name_of(n): n for n in snap.membership.nodes_of(name)}
         latest = dict(members)  # the Nodes written in this pass replace theirs
@@ -202,7 +215,7 @@ class Syncer:
         else:
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
-                self._taint(pool, snap, latest)  # needs no taint put on and taken off
+                self._taint(pool, snap, latest, flying)  # needs no taint on and off
         if rollout.targets:
             target, chosen = target_of(pool), set(rollout.targets)
             views = [replace(v, desired=target) if v.name in chosen else v for v in views]
@@ -283,7 +296,10 @@ class Syncer:
             return WindowState(False, None, None), message
         return window_state(window, now, zone), ""
 
-    def _taint(self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]]) -> None:
+    def _taint(
+        self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]],
+        flying: Mapping[str, str],
+    ) -> None:  # fmt: skip
         """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
         (taken off in the same write that targets a node), a batch a pass (in the background,
         the nodes the rollout reaches last first); a node changed meanwhile (409) is left
@@ -292,6 +308,8 @@ class Syncer:
         queued = self._writes.queued() if background else frozenset()
         due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
+            if name_of(cached) in flying or name_of(cached) in self._inflight:
+                continue  # its target write takes the taint off
             node = latest.get(name_of(cached), cached)
             view, tainted = self._facts(node)
             if (view.desired != target) != tainted and view.name not in queued:
@@ -376,14 +394,41 @@ class Syncer:
 
         assert self.policy_step is not None
         self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
-        self._writes.each(write, list(rollout.targets), targeted)
-        rollout = replace(rollout, targets=tuple(written))
+        if not self.background_targets:
+            self._writes.each(write, list(rollout.targets), targeted)
+            rollout = replace(rollout, targets=tuple(written))
+        for node in rollout.targets if self.background_targets else ():
+            self._inflight.begin(node, target)
+            self._writes.soon(partial(self._hand_out, name, node, target, write))
         if rollout.targets:  # upstream's two texts
             one = len(rollout.targets) == 1
             head = f"Targeted node {rollout.targets[0]}" if one else (
                 f"Set target for {len(rollout.targets)} nodes")  # fmt: skip
-            self.writer.event(pool, "SetDesiredConfig", f"{head} to MachineConfig: {target}")
+            event = partial(self.writer.event, pool, "SetDesiredConfig",
+                            f"{head} to MachineConfig: {target}")  # fmt: skip
+            if self.background_targets:
+                self._writes.soon(event)  # after the targets, on the same writers
+            else:
+                event()
         return rollout
+
+    def _hand_out(self, pool: str, node: str, target: str, write: Callable[[str], Obj]) -> None:
+        """One target write on the writers: into the cache, then answered to :class:`InFlight`
+        (refused: forgotten, the next pass decides again)."""
+        try:
+            result = write(node)
+        except ApiError as e:
+            self._inflight.answered(node, target, ok=False)
+            if e.status != 409:  # 409: the node changed since it was read
+                log.warning("Pool %s: node %s: could not set desiredConfig: %s", pool, node, e)
+            return
+        except Exception:
+            self._inflight.answered(node, target, ok=False)
+            log.exception("Pool %s: node %s: setting desiredConfig failed unexpectedly", pool, node)
+            return
+        self.observe_node(result)
+        self._inflight.answered(node, target, ok=True)
+        log.info("Pool %s: node %s: setting desiredConfig to %s", pool, node, target)
 
 
 def drain_timeouts(snap: Snapshot) -> dict[str, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -88,6 +88,13 @@ class NodeWrites:
                 if not self._queued:
                     self._idle.notify_all()
 
+    def soon(self, job: Callable[[], None]) -> None:
+        """``job`` on the writers, not waited for (a pass's targets: the pass goes on, the
+        job reports its own outcome)."""
+        if self._writers is None:
+            self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="node-writer")
+        self._writers.submit(job)
+
     def drained(self, timeout: float) -> bool:
         """Wait until no background write is queued (tests); False on timeout."""
         with self._lock:
@@ -121,3 +128,49 @@ class NodeWrites:
             observe(item, result)
         if error is not None:
             raise error
+
+
+class InFlight:
+    """Targets handed to the writers and not yet in what a pass reads (``maxUnavailable``
+    rests on this): a node counts as targeted from the moment its write is handed out until
+    a snapshot taken after the API server answered shows it. A refused write (a 409, any
+    error) is forgotten at once: the node was not targeted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._targets: dict[str, tuple[str, float | None]] = {}
+
+    def begin(self, node: str, target: str) -> None:
+        with self._lock:
+            self._targets[node] = (target, None)
+
+    def answered(self, node: str, target: str, ok: bool) -> None:
+        """The API server's answer to the write of ``target``: call once the written Node is
+        in the cache (a snapshot taken after this holds it)."""
+        with self._lock:
+            if self._targets.get(node, ("", None))[0] != target:
+                return  # a later write of the node took its place
+            if ok:
+                self._targets[node] = (target, time.monotonic())
+            else:
+                del self._targets[node]
+
+    def of(self, nodes: Collection[str], taken: float) -> dict[str, str]:
+        """Of ``nodes``, those a snapshot read at ``taken`` may not show targeted yet, and
+        their targets; the ones it does show are forgotten."""
+        with self._lock:
+            out: dict[str, str] = {}
+            for node in nodes:
+                entry = self._targets.get(node)
+                if entry is None:
+                    continue
+                target, at = entry
+                if at is not None and at < taken:
+                    del self._targets[node]
+                else:
+                    out[node] = target
+            return out
+
+    def __contains__(self, node: object) -> bool:
+        with self._lock:
+            return node in self._targets

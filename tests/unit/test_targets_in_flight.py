@@ -1,0 +1,175 @@
+"""A pass hands its targets to the writers and goes on (the controller's ``background_targets``):
+a node counts as targeted from the moment its write is handed out until a pass reads it back,
+so ``maxUnavailable`` holds whatever order the API server answers in, whether it refuses, and
+however a pass's snapshot and the answers interleave; and every node still gets the new config."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcd.cluster.api import ApiError
+from mcd.controller.sync import Snapshot, Syncer
+from mcd.controller.writes import InFlight
+from mcd.model.vocabulary import Annotation
+from mcd.model.pool.render import render
+from tests.unit.test_controller_sync import NOW, Writer, mc, node, pool
+
+Obj = dict[str, Any]
+LIMIT = 2
+
+
+def test_a_target_counts_until_a_snapshot_taken_after_its_answer() -> None:
+    flying = InFlight()
+    flying.begin("a", "rendered-1")
+    flying.begin("b", "rendered-1")
+    before = time.monotonic()
+    assert flying.of(["a", "b", "c"], before) == {"a": "rendered-1", "b": "rendered-1"}
+    flying.answered("a", "rendered-1", ok=True)
+    flying.answered("b", "rendered-1", ok=False)  # refused: the node was never targeted
+    assert flying.of(["a", "b"], before) == {"a": "rendered-1"}, "read before the answer"
+    assert "a" in flying and "b" not in flying
+    assert flying.of(["a", "b"], time.monotonic()) == {}, "read after it: the cache shows it"
+    assert "a" not in flying
+
+
+def test_an_answer_to_an_older_target_leaves_the_newer_one_counted() -> None:
+    flying = InFlight()
+    flying.begin("a", "rendered-1")
+    flying.begin("a", "rendered-2")
+    flying.answered("a", "rendered-1", ok=False)
+    assert flying.of(["a"], time.monotonic()) == {"a": "rendered-2"}
+
+
+class Cluster(Writer):
+    """The Node writes land in ``nodes`` (the API server); the controller's cache is
+    ``cache``, fed by ``observe`` and by the watch (:meth:`watch`). A Node write answers 409
+    while ``refuse`` is set."""
+
+    def __init__(self, nodes: list[Obj]) -> None:
+        super().__init__()
+        self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        self.cache = copy.deepcopy(self.nodes)
+        self.refuse = False
+
+    def set_desired(
+        self, node: str, config: str, taints: list[Any] | None = None, resource_version: str = ""
+    ) -> Obj:
+        if self.refuse:
+            raise ApiError(409, "Conflict", "the object has been modified")
+        super().set_desired(node, config, taints, resource_version)
+        obj = copy.deepcopy(self.nodes[node])
+        obj["metadata"]["annotations"][Annotation.DESIRED_CONFIG] = config
+        if taints is not None:
+            obj.setdefault("spec", {})["taints"] = taints
+        self.nodes[node] = obj
+        return copy.deepcopy(obj)
+
+    def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
+        super().set_taints(node, taints, resource_version)
+        obj = copy.deepcopy(self.nodes[node])
+        obj.setdefault("spec", {})["taints"] = taints
+        self.nodes[node] = obj
+        return copy.deepcopy(obj)
+
+    def observe(self, obj: Obj) -> None:
+        self.cache[obj["metadata"]["name"]] = obj
+
+    def watch(self) -> None:
+        self.cache = copy.deepcopy(self.nodes)
+
+    def finish(self, name: str) -> None:
+        """The agent: the update done."""
+        annotations = self.nodes[name]["metadata"]["annotations"]
+        annotations[Annotation.CURRENT_CONFIG] = annotations[Annotation.DESIRED_CONFIG]
+        annotations[Annotation.STATE] = "Done"
+
+
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("pass"), st.integers(0, 3)),  # answers arriving during the pass
+        st.tuples(st.just("answer"), st.booleans()),  # the next write answered (or refused)
+        st.tuples(st.just("finish"), st.integers(0, 7)),  # an updating node's agent is done
+        st.tuples(st.just("watch"), st.just(0)),  # the watch catches the cache up
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=STEPS)
+def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
+    steps: list[tuple[str, Any]],
+) -> None:
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=LIMIT, configuration={"name": old.name})
+    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
+               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
+    cluster = Cluster([node(f"n{i}", old.name) for i in range(8)])
+    cluster.pools["worker"] = p
+    jobs: list[Callable[[], None]] = []
+    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
+                    observe_pool=lambda o: cluster.pools.update({"worker": o}),
+                    background_targets=True)  # fmt: skip
+    syncer._writes.soon = jobs.append  # type: ignore[method-assign]  # the test answers them
+
+    def run_jobs(n: int, ok: bool = True) -> None:
+        for job in jobs[:n]:
+            cluster.refuse = not ok
+            job()
+        del jobs[:n]
+        cluster.refuse = False
+
+    def one_pass(answers: int) -> None:
+        taken = time.monotonic()
+        snap = Snapshot([cluster.pools["worker"]], configs,
+                        copy.deepcopy(list(cluster.cache.values())), taken=taken)  # fmt: skip
+        run_jobs(answers)  # answered after the snapshot, before the pass plans
+        syncer.sync_all(snap)
+
+    def unavailable() -> int:
+        """Nodes whose new config is written or being written and not applied yet."""
+        target = cluster.pools["worker"]["spec"]["configuration"]["name"]
+        pending = set(syncer._inflight.of(list(cluster.nodes), float("-inf")))
+        count = 0
+        for name, obj in cluster.nodes.items():
+            a = obj["metadata"]["annotations"]
+            if a[Annotation.CURRENT_CONFIG] != target and (
+                a[Annotation.DESIRED_CONFIG] == target or name in pending
+            ):
+                count += 1
+        return count
+
+    for kind, arg in steps:
+        if kind == "pass":
+            one_pass(arg)
+        elif kind == "answer":
+            run_jobs(1, ok=arg)
+        elif kind == "finish":
+            name = f"n{arg}"
+            a = cluster.nodes[name]["metadata"]["annotations"]
+            if a[Annotation.DESIRED_CONFIG] != a[Annotation.CURRENT_CONFIG]:
+                cluster.finish(name)
+        else:
+            cluster.watch()
+        assert unavailable() <= LIMIT, f"after {kind} {arg}"
+    for _ in range(20):  # the rest of the rollout: every node gets the new config
+        cluster.watch()
+        one_pass(0)
+        run_jobs(len(jobs))
+        for name in cluster.nodes:
+            a = cluster.nodes[name]["metadata"]["annotations"]
+            if a[Annotation.DESIRED_CONFIG] != a[Annotation.CURRENT_CONFIG]:
+                cluster.finish(name)
+        assert unavailable() <= LIMIT
+    target = cluster.pools["worker"]["spec"]["configuration"]["name"]
+    assert target != old.name
+    assert all(
+        n["metadata"]["annotations"][Annotation.CURRENT_CONFIG] == target
+        for n in cluster.nodes.values()
+    )
