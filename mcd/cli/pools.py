@@ -231,21 +231,13 @@ def plan_command(
 
 
 def _window(pool: dict[str, object]) -> WindowState | None:
+    """The pool's window now; one that cannot be used previews as none."""
     from datetime import UTC, datetime  # noqa: PLC0415
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
 
-    from mcd.model.pool.windows import WINDOW_ANNOTATION, WindowError, parse_window, window_state  # noqa: PLC0415
+    from mcd.model.pool.windows import pool_window  # noqa: PLC0415
 
-    meta = pool.get("metadata")
-    annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
-    text = annotations.get(WINDOW_ANNOTATION)
-    if text is None:
-        return None
-    try:
-        window = parse_window(str(text))
-        return window_state(window, datetime.now(UTC), ZoneInfo(window.time_zone))
-    except (WindowError, ZoneInfoNotFoundError, ValueError):
-        return None
+    state, error = pool_window(pool, datetime.now(UTC))
+    return None if error else state
 
 
 def status_pool_lines(kube: Kube, node_name: str) -> tuple[list[str], dict[str, str]]:

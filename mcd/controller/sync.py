@@ -19,19 +19,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.controller import drainorder
-from mcd.controller.conditions import applicability, hygiene, synchronizers
+from mcd.controller.conditions import applicability, drain, hygiene, synchronizers
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import QUEUED, TAINT_BATCH, InFlight, NodeWrites
 from mcd.model.drain.budgets import released_for
-from mcd.model.drain.report import DRAIN_BLOCKED, DRAIN_TIMEOUT, blocked_condition
 from mcd.model.drain.settings import drain_settings
 from mcd.model.planning.plan import Cost, update_cost
 from mcd.model.pool.canary import Gate
@@ -62,7 +60,7 @@ from mcd.model.pool.windows import (
     WindowError,
     WindowState,
     parse_window,
-    window_state,
+    pool_window,
 )
 
 log = logging.getLogger(__name__)
@@ -200,7 +198,7 @@ class Syncer:
         flying = self._inflight.of([v.name for v in views], snap.taken)
         if flying:  # handed to the writers, not yet read back: targeted
             views = [replace(v, desired=flying[v.name]) if v.name in flying else v for v in views]
-        window, window_error = self._window(pool, now)
+        window, window_error = pool_window(pool, now)
         members = {name_of(n): n for n in snap.membership.nodes_of(name)}
         latest = dict(members)  # the Nodes written in this pass replace theirs
         gate, policy_error = self.policy_step.gate(pool, views, members, now)
@@ -220,26 +218,20 @@ class Syncer:
             target, chosen = target_of(pool), set(rollout.targets)
             views = [replace(v, desired=target) if v.name in chosen else v for v in views]
         status = calculate_status(pool, views, stamp, rollout=rollout, window=window)
+        found = status["conditions"]
         if window_error:
-            set_condition(
-                status["conditions"],
-                MAINTENANCE_WINDOW,
-                False,
-                "InvalidWindow",
-                window_error,
-                stamp,
-            )
-        self._drain_conditions(pool, views, status["conditions"], stamp)
-        self.policy_step.report(pool, gate, policy_error, status["conditions"], stamp)
+            set_condition(found, MAINTENANCE_WINDOW, False, "InvalidWindow", window_error, stamp)
+        drain.conditions(self.writer, self.drain_blocked(), pool, views, found, stamp)
+        self.policy_step.report(pool, gate, policy_error, found, stamp)
         note = self.estimates.note(PoolReport(name, rollout, status), target_of(pool),
                                    snap.membership.nodes_of(name), now.timestamp())  # fmt: skip
         if note:  # a condition of its own: Updating's message keeps upstream's words
-            set_condition(status["conditions"], PROGRESS, True, "Estimated", note, stamp)
+            set_condition(found, PROGRESS, True, "Estimated", note, stamp)
         else:
-            status["conditions"][:] = [c for c in status["conditions"] if c.get("type") != PROGRESS]
-        hygiene.conditions(name, snap.membership, snap.nodes, status["conditions"], stamp)
+            found[:] = [c for c in found if c.get("type") != PROGRESS]
+        hygiene.conditions(name, snap.membership, snap.nodes, found, stamp)
         applicability.update_condition(  # nodes whose host cannot apply the target (issue 34)
-            pool, snap.membership.nodes_of(name), snap.configs, status["conditions"], stamp
+            pool, snap.membership.nodes_of(name), snap.configs, found, stamp
         )
         status = self.pinned(self.writer, pool, list(members.values()), status, self.observe_pool)
         if any(old.get(k) != v for k, v in status.items()):
@@ -252,49 +244,6 @@ class Syncer:
                     pool, "Completed", f"Pool {name} has completed update to MachineConfig {after}"
                 )
         return PoolReport(name, rollout, status, window.opens_at if window else None)
-
-    def _drain_conditions(
-        self, pool: Obj, views: list[NodeView], conditions: list[Obj], stamp: str
-    ) -> None:
-        """``DrainTimeout`` while the pool sets one (False, naming the annotation, when it
-        cannot be used); ``DrainBlocked`` naming each node's blocking pods and budgets, once
-        a drain of the pool was blocked (False again when none is). A newly blocked drain is
-        also a Warning Event on the pool."""
-        annotations = (pool.get("metadata") or {}).get("annotations") or {}
-        settings = drain_settings(annotations)
-        if settings.set:
-            reason = "InvalidDrainTimeout" if settings.error else "DrainTimeoutSet"
-            set_condition(
-                conditions, DRAIN_TIMEOUT, not settings.error, reason, settings.describe(), stamp
-            )
-        else:
-            conditions[:] = [c for c in conditions if c.get("type") != DRAIN_TIMEOUT]
-        members = {v.name for v in views}
-        blocked = {n: why for n, why in self.drain_blocked().items() if n in members}
-        before = condition(conditions, DRAIN_BLOCKED)
-        if not blocked and before is None:
-            return
-        status, reason, message = blocked_condition(blocked)
-        set_condition(conditions, DRAIN_BLOCKED, status, reason, message, stamp)
-        if status and (before is None or before.get("message") != message):
-            self.writer.event(pool, DRAIN_BLOCKED, message, warning=True)
-
-    def _window(self, pool: Obj, now: datetime) -> tuple[WindowState | None, str]:
-        text = ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
-        if text is None:
-            return None, ""
-        try:
-            window = parse_window(text)
-            zone = ZoneInfo(window.time_zone)
-        except WindowError as e:
-            return WindowState(False, None, None), f"{e}; updates that drain or reboot are held"
-        except (ZoneInfoNotFoundError, ValueError):
-            message = (
-                f"annotation {WINDOW_ANNOTATION}: timeZone: unknown time zone; "
-                "updates that drain or reboot are held"
-            )
-            return WindowState(False, None, None), message
-        return window_state(window, now, zone), ""
 
     def _taint(
         self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]],

@@ -20,10 +20,11 @@ is open; one already started when the window closes finishes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
@@ -173,3 +174,26 @@ def window_state(window: Window, now: datetime, zone: tzinfo) -> WindowState:
         if start > now and (next_open is None or start < next_open):
             next_open = start
     return WindowState(False, next_open, None)
+
+
+def pool_window(pool: Mapping[str, Any], now: datetime) -> tuple[WindowState | None, str]:
+    """The pool's maintenance window now (None: the pool has none), and why it cannot be
+    used: an annotation that does not parse, or an unknown time zone, holds the updates
+    that drain or reboot (the state is a closed window with no opening)."""
+    meta = pool.get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, Mapping) else None) or {}
+    text = annotations.get(WINDOW_ANNOTATION)
+    if text is None:
+        return None, ""
+    try:
+        window = parse_window(str(text))
+        zone = ZoneInfo(window.time_zone)
+    except WindowError as e:
+        return WindowState(False, None, None), f"{e}; updates that drain or reboot are held"
+    except (ZoneInfoNotFoundError, ValueError):
+        message = (
+            f"annotation {WINDOW_ANNOTATION}: timeZone: unknown time zone; "
+            "updates that drain or reboot are held"
+        )
+        return WindowState(False, None, None), message
+    return window_state(window, now, zone), ""
