@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import urllib3
@@ -154,8 +154,12 @@ class Kube:
             response.release_conn()
         return json.loads(data) if data else {}
 
-    def stream(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[Obj]:
-        """A watch: one dict per JSON line until the server ends the stream.
+    def stream(
+        self, path: str, query: Mapping[str, Any], timeout: float,
+        opened: Callable[[], None] | None = None,
+    ) -> Iterator[Obj]:  # fmt: skip
+        """A watch: one dict per JSON line until the server ends the stream; ``opened`` is
+        called once the server has accepted it (before any event).
 
         A stream cut short (the connection closed between chunks, inside one, or inside an
         event's line) ends with an :class:`ApiError` (reason ``StreamCut``) saying so and
@@ -164,6 +168,8 @@ class Kube:
         response = self._call(
             "GET", path, {**query, "watch": "true"}, None, JSON, timeout, stream=True
         )
+        if opened is not None:
+            opened()
         events = 0
         try:
             pending = b""

@@ -22,9 +22,11 @@ from mcd.cluster.api import ApiError, Kube, Obj
 log = logging.getLogger(__name__)
 
 NODES = "/api/v1/nodes"
-LIVE_SECONDS = 120.0
-"""A watch that delivered an event or a bookmark this recently, on a stream still open, is
-live: its Node is the server's (a real API server sends a bookmark about once a minute)."""
+LIVE_SECONDS = 150.0
+"""A watch whose stream is open and that was opened, or delivered an event or a bookmark, this
+recently is live: its Node is the server's. A real kube-apiserver sends a field-selected
+watch its first bookmark about 120 s after it opened, then one a minute (measured), so a
+window shorter than that first wait (it was 120 s) called every freshly resumed watch dead."""
 
 
 @dataclass
@@ -74,6 +76,12 @@ class NodeWatch:
         seconds: nothing it carries can have been missed (a resync need not read the Node)."""
         heard = self.heard_at
         return self.open and heard is not None and time.monotonic() - heard < within
+
+    def _opened(self) -> None:
+        """The server accepted the watch from the last resourceVersion: from here on it
+        delivers every change after it (or ends the stream, or says 410)."""
+        if self.resource_version:
+            self.open, self.heard_at = True, time.monotonic()
 
     @property
     def selector(self) -> str:
@@ -127,7 +135,9 @@ class NodeWatch:
             # must not all come back to the API server in the same second
             "timeoutSeconds": int(self.watch_seconds * (1 + random.random())),
         }
-        for event in self.kube.stream(NODES, query, timeout=2 * self.watch_seconds + 30):
+        for event in self.kube.stream(
+            NODES, query, timeout=2 * self.watch_seconds + 30, opened=self._opened
+        ):
             kind, obj = event.get("type"), event.get("object") or {}
             self.open, self.heard_at = kind != "ERROR", time.monotonic()
             if kind == "ERROR":

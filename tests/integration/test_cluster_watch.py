@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -172,3 +173,54 @@ def test_writer_retries_a_conflict(kube_cluster: TestCluster, fake_api: FakeApiS
     assert len(conflicts) == 2
     got = annotations_of(kube_cluster.get_node(node))
     assert got[Annotation.STATE] == "Done" and got["test.mcd/other"] == "2"
+
+
+def test_a_resumed_watch_is_live_before_its_first_event(kube_cluster: TestCluster) -> None:
+    """An idle agent's resync trusts a watch the server accepted: on a real kube-apiserver a
+    field-selected watch's first bookmark comes about 120 s after it opened (measured), and
+    a watch counted dead until then made every resync after a reconnect read the Node."""
+    node = kube_cluster.node("worker")
+    seen = Seen()
+    with watching(kube_cluster, node, seen, watch_seconds=30) as watch:
+        assert eventually(lambda: bool(seen.versions and watch.resource_version), timeout=10)
+        assert eventually(watch.live, timeout=10), "accepted, no event yet: live"
+
+
+class _Opened:
+    """A Kube whose watch is accepted and then says nothing (an idle Node)."""
+
+    def __init__(self, listing_version: str) -> None:
+        self.listing_version = listing_version
+        self.quiet = threading.Event()
+
+    def request(self, method: str, path: str, query: object = None) -> Obj:
+        return {"metadata": {"resourceVersion": self.listing_version}, "items": []}
+
+    def stream(
+        self, path: str, query: object, timeout: float, opened: object = None
+    ) -> Iterator[Obj]:
+        assert callable(opened)
+        opened()
+        self.quiet.wait(5)
+        return iter(())
+
+
+@pytest.mark.parametrize(("version", "live"), [("42", True), ("", False)])
+def test_only_a_watch_resumed_from_a_version_is_live_without_events(
+    version: str, live: bool
+) -> None:
+    """From a resourceVersion the server delivers every later change; from none (a listing
+    without one) it starts from whatever it has: not trusted until an event comes."""
+    kube = _Opened(version)
+    watch = NodeWatch(kube, "worker", Seen(), backoff=Backoff(0.05, 0.5))  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert eventually(lambda: watch.resource_version is not None, timeout=5)
+        time.sleep(0.2)
+        assert watch.live() is live
+    finally:
+        stop.set()
+        kube.quiet.set()
+        thread.join(10)
