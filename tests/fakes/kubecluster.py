@@ -44,6 +44,10 @@ def write_kubeconfig(path: Path, url: str, ca: Path | None = None) -> Path:
     return path
 
 
+KUBERNETES_RECORDERS = {"node-controller", "kubelet", "cloud-node-controller"}
+"""Kubernetes' own components that record Events about Nodes."""
+
+
 class TestCluster:
     __test__ = False
 
@@ -158,11 +162,18 @@ class TestCluster:
         return sorted(p["metadata"]["name"] for p in listing["items"])
 
     def events_for(self, node: str, namespace: str | None = None) -> list[Obj]:
-        """The Events about ``node``: in ``namespace``, else in every namespace (the agent
-        records in its own, ``OSUpdateStaged`` in default)."""
+        """The Events about ``node`` that mcd recorded: in ``namespace``, else in every
+        namespace (the agent records in its own, ``OSUpdateStaged`` in default). A real
+        cluster's kube-controller-manager records its own about a new Node
+        (``RegisteredNode``, whenever its node controller gets to it): left out."""
         where = f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"
         listing = self.kube.request("GET", where)
-        return [e for e in listing["items"] if e.get("involvedObject", {}).get("name") == node]
+        return [
+            e
+            for e in listing["items"]
+            if e.get("involvedObject", {}).get("name") == node
+            and (e.get("source") or {}).get("component") not in KUBERNETES_RECORDERS
+        ]
 
     def close(self) -> None:
         for method, path in reversed(self._cleanup):
