@@ -255,6 +255,9 @@ class Syncer:
         for the next pass. ``latest`` gets every Node written."""
         target, background = target_of(pool), self.background_taints
         queued = self._writes.queued() if background else frozenset()
+        if background and len(queued) >= QUEUED:  # none could be queued: a later pass
+            self.pending.add(name_of(pool))
+            return
         due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
         for cached in snap.membership.nodes_of(name_of(pool)):
             if name_of(cached) in flying or name_of(cached) in self._inflight:
