@@ -249,6 +249,7 @@ class Controller:
                     # client-go's renewDeadline: stop acting well before a standby may
                     # take the Lease (leaseDurationSeconds after the last renewal)
                     log.error("Lost lease %s (holder: %s); stopping", LEASE_NAME, self.lease.holder)
+                    self.syncer.stop()
                     self.drains.shutdown()
                     self.leading = False
                     self.metrics.leader.set(0)
@@ -307,6 +308,7 @@ class Controller:
         return min(windows, default=None)
 
     def _release(self) -> int:
+        self.syncer.stop()
         self.drains.shutdown()
         self.lease.release()
         self.leading = False

@@ -51,7 +51,6 @@ from mcd.model.pool.rollout import (
     MAINTENANCE_WINDOW,
     Rollout,
     calculate_status,
-    condition,
     plan_rollout,
     set_condition,
 )
@@ -160,6 +159,10 @@ class Syncer:
             )
         if self.policy_step is None:
             self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
+
+    def stop(self) -> None:
+        """No write of this Syncer's goes out any more (:meth:`NodeWrites.cancel`)."""
+        self._writes.cancel()
 
     def sync_all(self, snap: Snapshot, only: Collection[str] | None = None) -> list[PoolReport]:
         """Every pool in turn (``only`` those named: :mod:`mcd.controller.dirty`); whatever
@@ -391,7 +394,3 @@ def drain_timeouts(snap: Snapshot) -> dict[str, float]:
 def drain_policies(snap: Snapshot) -> dict[str, DrainPolicy]:
     """Each pool member's drain rules (:func:`drainorder.drain_policies`)."""
     return drainorder.drain_policies(snap.pools, snap.membership)
-
-
-def pool_condition(pool: Obj, kind: str) -> Mapping[str, Any] | None:
-    return condition((pool.get("status") or {}).get("conditions") or [], kind)

@@ -95,6 +95,16 @@ class NodeWrites:
             self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="node-writer")
         self._writers.submit(job)
 
+    def cancel(self) -> None:
+        """Drop every write not yet sent (the Lease is lost or given back: another replica
+        may act soon); one in flight ends on its own."""
+        for pool in (self._writers, self._background):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._writers = self._background = None
+        with self._lock:
+            self._queued.clear()
+
     def drained(self, timeout: float) -> bool:
         """Wait until no background write is queued (tests); False on timeout."""
         with self._lock:

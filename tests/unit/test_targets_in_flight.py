@@ -6,6 +6,7 @@ however a pass's snapshot and the answers interleave; and every node still gets 
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from mcd.cluster.api import ApiError
 from mcd.controller.sync import Snapshot, Syncer
-from mcd.controller.writes import InFlight
+from mcd.controller.writes import WRITERS, InFlight, NodeWrites
 from mcd.model.pool.render import render
 from mcd.model.vocabulary import Annotation
 from tests.unit.test_controller_sync import NOW, Writer, mc, node, pool
@@ -179,3 +180,26 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
         n["metadata"]["annotations"][Annotation.CURRENT_CONFIG] == target
         for n in cluster.nodes.values()
     )
+
+
+def test_writes_not_yet_sent_are_dropped_when_the_lease_is_lost() -> None:
+    """The writers' queue is cancelled (a standby may act soon); the one in flight ends."""
+    writes = NodeWrites()
+    gate, ran, started = threading.Event(), [], threading.Semaphore(0)
+
+    def job(name: str) -> Callable[[], None]:
+        def run() -> None:
+            started.release()
+            gate.wait(10)
+            ran.append(name)
+
+        return run
+
+    for i in range(WRITERS + 5):
+        writes.soon(job(f"n{i}"))
+    for _ in range(WRITERS):  # the first WRITERS are in flight
+        assert started.acquire(timeout=10)
+    writes.cancel()
+    gate.set()
+    time.sleep(0.5)
+    assert len(ran) == WRITERS, "the queued writes never went out"
