@@ -117,24 +117,13 @@ def pool_rollout(
     counts = {metric: _int(status.get(key)) for metric, (key, _help) in UPSTREAM_COUNTS.items()}
     total, updated = counts["mco_machine_count"], counts["mco_updated_machine_count"]
     left = max(0, total - updated)
-    names = tuple(sorted(name_of(n) for n in members)) if per_node else ()
-    states: dict[str, int] = dict.fromkeys(NODE_STATES, 0)
-    in_flight = 0
-    for node in members if per_node else ():
-        annotations = (node.get("metadata") or {}).get("annotations") or {}
-        state = str(annotations.get(Annotation.STATE) or NodeState.DONE)
-        states[state] = states.get(state, 0) + 1
-        desired = annotations.get(Annotation.DESIRED_DRAIN, "")
-        if desired.startswith("drain-") and desired != annotations.get(
-            Annotation.LAST_APPLIED_DRAIN
-        ):
-            in_flight += 1
     figures = PoolRollout(
         name=report.name, counts=counts, target=target, nodes_left=left,
         paused=PAUSE_REASONS.get(report.rollout.blocked, ""),
-        held_by_window=len(report.rollout.held), members=names, states=states,
-        drains_in_flight=in_flight, drains_blocked=sum(1 for n in names if n in blocked),
+        held_by_window=len(report.rollout.held), states=dict.fromkeys(NODE_STATES, 0),
     )  # fmt: skip
+    if per_node:
+        figures = with_members(figures, members, blocked)
     if previous is None or previous.target != target:
         return replace(figures, progress_at=now, started_at=now)
     progressed = (
@@ -149,6 +138,26 @@ def pool_rollout(
         updated_since_start=previous.updated_since_start
         + max(0, updated - previous.counts["mco_updated_machine_count"]),
     )
+
+
+def with_members(
+    figures: PoolRollout, members: Sequence[Mapping[str, Any]], blocked: Mapping[str, str]
+) -> PoolRollout:
+    """The figures read from the members: their names, states and drains."""
+    names = tuple(sorted(name_of(n) for n in members))
+    states: dict[str, int] = dict.fromkeys(NODE_STATES, 0)
+    in_flight = 0
+    for node in members:
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        state = str(annotations.get(Annotation.STATE) or NodeState.DONE)
+        states[state] = states.get(state, 0) + 1
+        desired = annotations.get(Annotation.DESIRED_DRAIN, "")
+        if desired.startswith("drain-") and desired != annotations.get(
+            Annotation.LAST_APPLIED_DRAIN
+        ):
+            in_flight += 1
+    return replace(figures, members=names, states=states, drains_in_flight=in_flight,
+                   drains_blocked=sum(1 for n in names if n in blocked))  # fmt: skip
 
 
 PROGRESS = "RolloutProgress"
@@ -185,6 +194,7 @@ class RolloutMetrics(Collector):
         self.clock = clock
         self._lock = threading.Lock()
         self._pools: dict[str, PoolRollout] = {}
+        self._sources: dict[str, tuple[Sequence[Mapping[str, Any]], Mapping[str, str]]] = {}
         registry.register(self)
 
     def observe(
@@ -204,6 +214,7 @@ class RolloutMetrics(Collector):
         by_name = {name_of(p): p for p in pools}
         now = self.clock()
         figures: dict[str, PoolRollout] = {}
+        sources: dict[str, tuple[Sequence[Mapping[str, Any]], Mapping[str, str]]] = {}
         found: dict[str, list[Mapping[str, Any]]] = {}
         # each node's primary pool once (nodes_for_pool per pool is N x P)
         for node in nodes if members_of is None else ():
@@ -223,17 +234,22 @@ class RolloutMetrics(Collector):
                 continue
             members = (members_of or found).get(report.name, [])
             previous = self._pools.get(report.name)
-            figures[report.name] = pool_rollout(
-                report, target_of(pool), members, blocked, previous, now
+            figures[report.name] = pool_rollout(  # the members' figures when scraped
+                report, target_of(pool), members, blocked, previous, now, per_node=False
             )
+            sources[report.name] = (members, blocked)
         with self._lock:
             if partial:
                 figures = {**{n: f for n, f in self._pools.items() if n in by_name}, **figures}
-            self._pools = figures
+                sources = {**{n: s for n, s in self._sources.items() if n in by_name}, **sources}
+            self._pools, self._sources = figures, sources
 
     def figures(self) -> dict[str, PoolRollout]:
+        """The figures of the last pass; those read from each pool's members are worked out
+        here, when scraped (every pass, at 5,000 nodes, they were a seventh of its CPU)."""
         with self._lock:
-            return dict(self._pools)
+            pools, sources = dict(self._pools), dict(self._sources)
+        return {n: with_members(f, *sources[n]) if n in sources else f for n, f in pools.items()}
 
     def describe(self) -> Iterator[Metric]:
         return self._families({})

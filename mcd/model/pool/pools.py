@@ -72,7 +72,9 @@ def labels_of(obj: Obj) -> dict[str, str]:
 
 
 def name_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    meta = obj.get("metadata")
+    name = meta.get("name") if meta else None
+    return name if type(name) is str else str(name or "")  # called ~10 times a node a pass
 
 
 def target_of(pool: Obj) -> str:
