@@ -56,10 +56,10 @@ MAX_SETTLE = 0.5
 takes ~40 ms, and a pass per Node change would keep a core busy during a rollout."""
 FREED_SETTLE = 0.1
 """At most this long when a node that was updating became Done (its slot is free)..."""
-FREED_PER_CPU = 2.0
-"""... or 6x the CPU the last pass took, if longer: a pass no longer waits on its writes, and
-at 5,000 nodes, where slots free all the time, a pass every 0.1 s (each ~35 ms of CPU) cost
-4.6 ms of CPU per node update; this keeps passes to a seventh of a core."""
+FREED_PER_CPU = 3.0
+"""... or 3x the CPU the last pass took, if longer: a pass no longer waits on its writes, and
+at 5,000 nodes, where slots free all the time, a pass every 0.1 s cost 4.6 ms of CPU per node
+update; this keeps passes to about a quarter of a core."""
 LOOPBACK = ("127.", "localhost", "::1")
 
 

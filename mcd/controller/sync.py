@@ -65,6 +65,8 @@ from mcd.model.pool.windows import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+LOGGED = 20
+"""Nodes named in a pass's log line of its targets."""
 
 
 @dataclass
@@ -345,7 +347,6 @@ class Syncer:
             self.observe_node(result)
             latest[node] = result
             written.append(node)
-            log.info("Pool %s: node %s: setting desiredConfig to %s", name, node, target)
 
         assert self.policy_step is not None
         self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
@@ -355,8 +356,12 @@ class Syncer:
         for node in rollout.targets if self.background_targets else ():
             self._inflight.begin(node, target)
             self._writes.soon(partial(self._hand_out, name, node, target, write))
-        if rollout.targets:  # upstream's two texts
-            one = len(rollout.targets) == 1
+        if rollout.targets:  # one line a pass (a line a node was 0.4 ms of CPU per update)
+            more = len(rollout.targets) - LOGGED
+            log.info("Pool %s: setting desiredConfig to %s on %d node(s): %s%s", name, target,
+                     len(rollout.targets), ", ".join(rollout.targets[:LOGGED]),
+                     f" and {more} more" if more > 0 else "")  # fmt: skip
+            one = len(rollout.targets) == 1  # upstream's two texts
             head = f"Targeted node {rollout.targets[0]}" if one else (
                 f"Set target for {len(rollout.targets)} nodes")  # fmt: skip
             event = partial(self.writer.event, pool, "SetDesiredConfig",
@@ -383,7 +388,6 @@ class Syncer:
             return
         self.observe_node(result)
         self._inflight.answered(node, target, ok=True)
-        log.info("Pool %s: node %s: setting desiredConfig to %s", pool, node, target)
 
 
 def drain_timeouts(snap: Snapshot) -> dict[str, float]:
