@@ -253,14 +253,15 @@ def proc_usage(pid: int) -> tuple[float, float]:
 
 
 def profiler(pid: int) -> subprocess.Popen[bytes] | None:
-    """With ``MCD_FLEET_PYSPY=FILE``: py-spy samples every busy thread of the controller over
-    the rollouts (100 Hz, without stopping it) into FILE (collapsed stacks)."""
+    """With ``MCD_FLEET_PYSPY=FILE``: py-spy samples the controller's thread that holds the GIL
+    (its Python CPU) over the rollouts (100 Hz, without stopping it) into FILE (collapsed
+    stacks)."""
     out = os.environ.get("MCD_FLEET_PYSPY")
     if not out:
         return None
     spy = Path(sys.executable).parent / "py-spy"
     return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--nonblocking", "-r", "100",
-                             "-f", "raw", "-o", out], stdout=subprocess.DEVNULL)  # fmt: skip
+                             "--gil", "-f", "raw", "-o", out], stdout=subprocess.DEVNULL)  # fmt: skip
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

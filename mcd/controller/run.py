@@ -42,7 +42,7 @@ from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import Snapshot, Syncer, drain_policies
+from mcd.controller.sync import FULL_EVERY, Snapshot, Syncer, drain_policies
 from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer, parse_listen_address
 from mcd.model.pool.pools import NodeView, name_of
@@ -115,6 +115,7 @@ class Controller:
                                 on_diff=self.dirty.config)  # fmt: skip
         self.freed = threading.Event()  # a node became Done: a slot is free, no settling
         self._done: dict[str, bool] = {}
+        self._drains_at = float("-inf")
         self.nodes = Informer(self.kube, NODES, self._node_changed, transform=node_fields,
                               copies=False, on_diff=self.dirty.node)  # fmt: skip
         self.drains = DrainController(
@@ -283,8 +284,11 @@ class Controller:
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
             taken=taken,
+            refill_only=changes.nodes_only,
         )
-        self.drains.sync(snap.nodes, drain_policies(snap))
+        if not changes.nodes_only or taken - self._drains_at >= FULL_EVERY:
+            self.drains.sync(snap.nodes, drain_policies(snap))  # a drain asked for: <= 1 s
+            self._drains_at = taken
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
         reports = self.syncer.sync_all(snap, only)
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)
@@ -298,10 +302,13 @@ class Controller:
                 self.metrics.node_updates.labels(report.name).inc(len(report.rollout.targets))
             if report.next_window is not None:
                 windows.append(report.next_window)
-        self.metrics.rollout.observe(  # the members as the pass read them (it writes none
-            self.pools.items(), (), reports, self.drains.blocked(),  # of what is counted)
-            partial=only is not None, members_of=snap.membership.members,
-        )  # fmt: skip
+        synced = [r for r in reports if not r.refilled_only]
+        if synced or not reports:
+            self.metrics.rollout.observe(  # the members as the pass read them (it writes none
+                self.pools.items(), (), synced, self.drains.blocked(),  # of what is counted)
+                partial=only is not None or len(synced) < len(reports),
+                members_of=snap.membership.members,
+            )  # fmt: skip
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip

@@ -67,6 +67,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 LOGGED = 20
 """Nodes named in a pass's log line of its targets."""
+FULL_EVERY = 1.0
+"""Seconds a pool's status and conditions may wait while passes only refill its slots (at
+5,000 nodes the rest of a pass was half its CPU, and slots free several times a second)."""
 
 
 @dataclass
@@ -79,6 +82,10 @@ class Snapshot:
     taken: float = field(default_factory=time.monotonic)
     """When the caches were read (before the reads): :class:`InFlight` keeps a target until
     a snapshot taken after its write was answered."""
+    refill_only: bool = False
+    """Only Nodes changed since the last pass, none between pools: a pool fully synced less
+    than :data:`FULL_EVERY` ago may only have its free slots refilled (its status and the
+    rest wait for a later pass)."""
     _membership: Membership | None = None
 
     @property
@@ -95,6 +102,8 @@ class PoolReport:
     rollout: Rollout
     status: Obj
     next_window: datetime | None = None
+    refilled_only: bool = False
+    """The pass only handed out targets (``status`` is the pool's as it was)."""
 
 
 @dataclass
@@ -126,6 +135,7 @@ class Syncer:
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _inflight: InFlight = field(default_factory=InFlight)
+    _synced_at: dict[str, float] = field(default_factory=dict)
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     """The pools the last pass left work for (taints beyond :data:`TAINT_BATCH`)."""
@@ -217,6 +227,9 @@ class Syncer:
             )
         else:
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
+            recent = snap.taken - self._synced_at.get(name, float("-inf")) < FULL_EVERY
+            if rollout.targets and snap.refill_only and recent:
+                return PoolReport(name, rollout, old, refilled_only=True)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
                 self._taint(pool, snap, latest, flying)  # needs no taint on and off
         if rollout.targets:
@@ -248,6 +261,7 @@ class Syncer:
                 self.writer.event(
                     pool, "Completed", f"Pool {name} has completed update to MachineConfig {after}"
                 )
+        self._synced_at[name] = snap.taken
         return PoolReport(name, rollout, status, window.opens_at if window else None)
 
     def _taint(
@@ -355,7 +369,8 @@ class Syncer:
             rollout = replace(rollout, targets=tuple(written))
         for node in rollout.targets if self.background_targets else ():
             self._inflight.begin(node, target)
-            self._writes.soon(partial(self._hand_out, name, node, target, write))
+            self._writes.soon(partial(self._inflight.write, name, node, target, write,
+                                      self.observe_node))  # fmt: skip
         if rollout.targets:  # one line a pass (a line a node was 0.4 ms of CPU per update)
             more = len(rollout.targets) - LOGGED
             log.info("Pool %s: setting desiredConfig to %s on %d node(s): %s%s", name, target,
@@ -371,23 +386,6 @@ class Syncer:
             else:
                 event()
         return rollout
-
-    def _hand_out(self, pool: str, node: str, target: str, write: Callable[[str], Obj]) -> None:
-        """One target write on the writers: into the cache, then answered to :class:`InFlight`
-        (refused: forgotten, the next pass decides again)."""
-        try:
-            result = write(node)
-        except ApiError as e:
-            self._inflight.answered(node, target, ok=False)
-            if e.status != 409:  # 409: the node changed since it was read
-                log.warning("Pool %s: node %s: could not set desiredConfig: %s", pool, node, e)
-            return
-        except Exception:
-            self._inflight.answered(node, target, ok=False)
-            log.exception("Pool %s: node %s: setting desiredConfig failed unexpectedly", pool, node)
-            return
-        self.observe_node(result)
-        self._inflight.answered(node, target, ok=True)
 
 
 def drain_timeouts(snap: Snapshot) -> dict[str, float]:

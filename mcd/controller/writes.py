@@ -154,6 +154,25 @@ class InFlight:
         with self._lock:
             self._targets[node] = (target, None)
 
+    def write(self, pool: str, node: str, target: str, write: Callable[[str], Obj],
+              observe: Callable[[Obj], None]) -> None:  # fmt: skip
+        """One target write handed out (:meth:`begin`), on a writer: the written Node into
+        the cache (``observe``), then answered; refused, it is forgotten (the next pass
+        decides again)."""
+        try:
+            result = write(node)
+        except ApiError as e:
+            self.answered(node, target, ok=False)
+            if e.status != 409:  # 409: the node changed since it was read
+                log.warning("Pool %s: node %s: could not set desiredConfig: %s", pool, node, e)
+            return
+        except Exception:
+            self.answered(node, target, ok=False)
+            log.exception("Pool %s: node %s: setting desiredConfig failed unexpectedly", pool, node)
+            return
+        observe(result)
+        self.answered(node, target, ok=True)
+
     def answered(self, node: str, target: str, ok: bool) -> None:
         """The API server's answer to the write of ``target``: call once the written Node is
         in the cache (a snapshot taken after this holds it)."""

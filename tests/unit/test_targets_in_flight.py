@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcd.cluster.api import ApiError
-from mcd.controller.sync import Snapshot, Syncer
+from mcd.controller.sync import FULL_EVERY, Snapshot, Syncer
 from mcd.controller.writes import WRITERS, InFlight, NodeWrites
 from mcd.model.pool.render import render
 from mcd.model.vocabulary import Annotation
@@ -98,6 +98,7 @@ class Cluster(Writer):
 STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("pass"), st.integers(0, 3)),  # answers arriving during the pass
+        st.tuples(st.just("refill"), st.integers(0, 3)),  # the same, only Nodes changed
         st.tuples(st.just("answer"), st.booleans()),  # the next write answered (or refused)
         st.tuples(st.just("finish"), st.integers(0, 7)),  # an updating node's agent is done
         st.tuples(st.just("watch"), st.just(0)),  # the watch catches the cache up
@@ -130,10 +131,11 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
         del jobs[:n]
         cluster.refuse = False
 
-    def one_pass(answers: int) -> None:
+    def one_pass(answers: int, refill_only: bool = False) -> None:
         taken = time.monotonic()
         snap = Snapshot([cluster.pools["worker"]], configs,
-                        copy.deepcopy(list(cluster.cache.values())), taken=taken)  # fmt: skip
+                        copy.deepcopy(list(cluster.cache.values())), taken=taken,
+                        refill_only=refill_only)  # fmt: skip
         run_jobs(answers)  # answered after the snapshot, before the pass plans
         syncer.sync_all(snap)
 
@@ -151,8 +153,8 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
         return count
 
     for kind, arg in steps:
-        if kind == "pass":
-            one_pass(arg)
+        if kind in ("pass", "refill"):
+            one_pass(arg, refill_only=kind == "refill")
         elif kind == "answer":
             run_jobs(1, ok=arg)
         elif kind == "finish":
@@ -203,3 +205,43 @@ def test_writes_not_yet_sent_are_dropped_when_the_lease_is_lost() -> None:
     gate.set()
     time.sleep(0.5)
     assert len(ran) == WRITERS, "the queued writes never went out"
+
+
+def test_a_pass_that_only_refills_slots_leaves_the_status_to_a_full_one() -> None:
+    """Only Nodes changed and the pool was fully synced less than FULL_EVERY ago: the pass
+    hands out targets and writes nothing else; a refill with nothing to hand out, or one past
+    FULL_EVERY, writes the status as every pass did."""
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=1, configuration={"name": old.name})
+    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
+               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
+    cluster = Cluster([node(f"n{i}", old.name) for i in range(3)])
+    cluster.pools["worker"] = p
+    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
+                    observe_pool=lambda o: cluster.pools.update({"worker": o}),
+                    background_targets=True)  # fmt: skip
+    syncer._writes.soon = lambda job: job()  # type: ignore[method-assign]
+
+    def one_pass(refill_only: bool, taken: float) -> tuple[list[str], int]:
+        before = len(cluster.calls)
+        snap = Snapshot([cluster.pools["worker"]], configs, copy.deepcopy(list(cluster.cache.values())),
+                        taken=taken, refill_only=refill_only)  # fmt: skip
+        syncer.sync_all(snap)
+        calls = cluster.calls[before:]
+        return [n for k, n, _v in calls if k == "desired"], sum(
+            1 for c in calls if c[0] == "status"
+        )
+
+    start = time.monotonic()
+    targeted, statuses = one_pass(False, start)
+    assert targeted == ["n0"] and statuses == 1
+    cluster.finish("n0")
+    cluster.watch()
+    targeted, statuses = one_pass(True, start + 0.1)
+    assert targeted == ["n1"] and statuses == 0, "refilled; the status waits"
+    targeted, statuses = one_pass(True, start + 0.2)
+    assert targeted == [] and statuses == 1, "nothing to refill: the whole pass"
+    cluster.finish("n1")
+    cluster.watch()
+    targeted, statuses = one_pass(True, start + 0.2 + FULL_EVERY)
+    assert targeted == ["n2"] and statuses == 1, "the last full sync too long ago"

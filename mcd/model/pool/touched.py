@@ -86,6 +86,11 @@ class Changes:
     def __bool__(self) -> bool:
         return self.full or bool(self.pools or self.node_labels or self.config_names)
 
+    @property
+    def nodes_only(self) -> bool:
+        """Only Nodes changed, none of them between pools (a node Done, Working...)."""
+        return not (self.full or self.pools or self.config_names) and bool(self.node_labels)
+
 
 def touched(pools: Sequence[Obj], changes: Changes) -> frozenset[str] | None:
     """The names of the pools ``changes`` touch, or :data:`EVERY` (None) for a full pass."""
