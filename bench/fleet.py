@@ -260,8 +260,8 @@ def profiler(pid: int) -> subprocess.Popen[bytes] | None:
     if not out:
         return None
     spy = Path(sys.executable).parent / "py-spy"
-    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--nonblocking", "-r", "100",
-                             "--gil", "-f", "raw", "-o", out], stdout=subprocess.DEVNULL)  # fmt: skip
+    args = ["record", "--pid", str(pid), "--nonblocking", "--gil", "-r", "100", "-f", "raw"]
+    return subprocess.Popen([str(spy), *args, "-o", out], stdout=subprocess.DEVNULL)
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
