@@ -5,6 +5,7 @@ the role grants is allowed to that identity, and what it does not grant is refus
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -128,6 +129,14 @@ def probe(kube_cluster: TestCluster) -> Iterator[Callable[[Path], Callable[..., 
                                                     "namespace": namespace}}})  # fmt: skip
             return bool(review["status"].get("allowed"))
 
+        # the authorizer reads RBAC from its own informers: a binding made a moment ago may
+        # not be in force yet (a busy CI run asked too soon and was refused what is granted)
+        grant = next(r for r in role_rules(path) if r.get("resources") and not r.get("resourceNames"))
+        sample = (grant["apiGroups"][0], grant["resources"][0], grant["verbs"][0], "")
+        deadline = time.monotonic() + 60
+        while not allowed(*sample):
+            assert time.monotonic() < deadline, f"{path.name}: the binding never took effect"
+            time.sleep(0.2)
         return allowed
 
     try:
