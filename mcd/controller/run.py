@@ -42,7 +42,7 @@ from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import FULL_EVERY, Snapshot, Syncer, drain_policies
+from mcd.controller.sync import Snapshot, Syncer, drain_policies
 from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer, parse_listen_address
 from mcd.model.pool.pools import NodeView, name_of
@@ -60,6 +60,9 @@ FREED_PER_CPU = 3.0
 """... or 3x the CPU the last pass took, if longer: a pass no longer waits on its writes, and
 at 5,000 nodes, where slots free all the time, a pass every 0.1 s cost 4.6 ms of CPU per node
 update; this keeps passes to about a quarter of a core."""
+DRAINS_EVERY = 1.0
+"""A pass after nothing but Node changes starts the drains asked for at most this often (each
+look is a walk over every Node: at 5,000 nodes, passes come several times a second)."""
 LOOPBACK = ("127.", "localhost", "::1")
 
 
@@ -286,8 +289,8 @@ class Controller:
             taken=taken,
             refill_only=changes.nodes_only,
         )
-        if not changes.nodes_only or taken - self._drains_at >= FULL_EVERY:
-            self.drains.sync(snap.nodes, drain_policies(snap))  # a drain asked for: <= 1 s
+        if not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY:
+            self.drains.sync(snap.nodes, drain_policies(snap))
             self._drains_at = taken
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
         reports = self.syncer.sync_all(snap, only)

@@ -67,9 +67,10 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 LOGGED = 20
 """Nodes named in a pass's log line of its targets."""
-FULL_EVERY = 1.0
+FULL_EVERY = 2.0
 """Seconds a pool's status and conditions may wait while passes only refill its slots (at
-5,000 nodes the rest of a pass was half its CPU, and slots free several times a second)."""
+5,000 nodes the rest of a pass was half its CPU, and slots free several times a second); the
+controller's periodic full pass comes as often (``min(resync, retry)``, 2 s)."""
 
 
 @dataclass
@@ -210,11 +211,11 @@ class Syncer:
                 self.observe_pool(written)
             return PoolReport(name, Rollout(blocked=INVALID, error=invalid), status)
         views = [self._view(n) for n in snap.membership.nodes_of(name)]
-        flying = self._inflight.of([v.name for v in views], snap.taken)
+        members = {name_of(n): n for n in snap.membership.nodes_of(name)}
+        flying = self._inflight.of(members, snap.taken)
         if flying:  # handed to the writers, not yet read back: targeted
             views = [replace(v, desired=flying[v.name]) if v.name in flying else v for v in views]
         window, window_error = pool_window(pool, now)
-        members = {name_of(n): n for n in snap.membership.nodes_of(name)}
         latest = dict(members)  # the Nodes written in this pass replace theirs
         gate, policy_error = self.policy_step.gate(pool, views, members, now)
         rollout = Rollout()

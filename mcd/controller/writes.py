@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Container
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -184,16 +184,15 @@ class InFlight:
             else:
                 del self._targets[node]
 
-    def of(self, nodes: Collection[str], taken: float) -> dict[str, str]:
+    def of(self, nodes: Container[str], taken: float) -> dict[str, str]:
         """Of ``nodes``, those a snapshot read at ``taken`` may not show targeted yet, and
-        their targets; the ones it does show are forgotten."""
+        their targets; the ones it does show are forgotten (a look at each target in flight,
+        not at each node)."""
         with self._lock:
             out: dict[str, str] = {}
-            for node in nodes:
-                entry = self._targets.get(node)
-                if entry is None:
+            for node, (target, at) in list(self._targets.items()):
+                if node not in nodes:
                     continue
-                target, at = entry
                 if at is not None and at < taken:
                     del self._targets[node]
                 else:
