@@ -7,7 +7,7 @@ MachineConfigs, and runs a pass over all pools (and starts the drains the agents
 :mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
 coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
 second, so a big fleet's stream of Node changes costs a bounded share of a core; once a node
-that was updating is Done, its slot free, at most 0.1 s or 6 times the CPU the last pass took),
+that was updating is Done, its slot free, at most 0.1 s or 4 times the CPU the last pass took),
 at the latest every ``resync`` seconds, and when a maintenance window opens. A pass hands its
 Node writes to writer threads and does not wait for them. It
 renews the Lease between passes; a leader that finds another holder, or cannot renew within
@@ -45,6 +45,7 @@ from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
 from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer, parse_listen_address
+from mcd.model.pool.hygiene import Membership
 from mcd.model.pool.pools import NodeView, name_of
 
 log = logging.getLogger(__name__)
@@ -56,10 +57,10 @@ MAX_SETTLE = 0.5
 takes ~40 ms, and a pass per Node change would keep a core busy during a rollout."""
 FREED_SETTLE = 0.1
 """At most this long when a node that was updating became Done (its slot is free)..."""
-FREED_PER_CPU = 3.0
-"""... or 3x the CPU the last pass took, if longer: a pass no longer waits on its writes, and
+FREED_PER_CPU = 4.0
+"""... or 4x the CPU the last pass took, if longer: a pass no longer waits on its writes, and
 at 5,000 nodes, where slots free all the time, a pass every 0.1 s cost 4.6 ms of CPU per node
-update; this keeps passes to about a quarter of a core."""
+update; this keeps passes to about a fifth of a core."""
 DRAINS_EVERY = 1.0
 """A pass after nothing but Node changes starts the drains asked for at most this often (each
 look is a walk over every Node: at 5,000 nodes, passes come several times a second)."""
@@ -119,6 +120,7 @@ class Controller:
         self.freed = threading.Event()  # a node became Done: a slot is free, no settling
         self._done: dict[str, bool] = {}
         self._drains_at = float("-inf")
+        self._membership: Membership | None = None
         self.nodes = Informer(self.kube, NODES, self._node_changed, transform=node_fields,
                               copies=False, on_diff=self.dirty.node)  # fmt: skip
         self.drains = DrainController(
@@ -282,18 +284,21 @@ class Controller:
     def _pass(self) -> datetime | None:
         taken = time.monotonic()
         changes = self.dirty.take(taken)  # before the caches are read
+        previous, self._membership = self._membership, None  # kept only by a pass that ends
         snap = Snapshot(
             pools=self.pools.items(),
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
             taken=taken,
             refill_only=changes.nodes_only,
+            previous=previous if changes.nodes_only else None,
         )
         if not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY:
             self.drains.sync(snap.nodes, drain_policies(snap))
             self._drains_at = taken
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
         reports = self.syncer.sync_all(snap, only)
+        self._membership = snap.membership
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)
             self.dirty.named(sorted(self.syncer.pending))
             self.wake.set()

@@ -33,10 +33,7 @@ from mcd.model.drain.budgets import released_for
 from mcd.model.drain.settings import drain_settings
 from mcd.model.planning.plan import Cost, update_cost
 from mcd.model.pool.canary import Gate
-from mcd.model.pool.hygiene import (
-    Membership,
-    membership,
-)
+from mcd.model.pool.hygiene import Membership, membership, refreshed
 from mcd.model.pool.pools import (
     NodeView,
     has_update_taint,
@@ -87,13 +84,17 @@ class Snapshot:
     """Only Nodes changed since the last pass, none between pools: a pool fully synced less
     than :data:`FULL_EVERY` ago may only have its free slots refilled (its status and the
     rest wait for a later pass)."""
+    previous: Membership | None = None
+    """The last pass's membership, when no pool and no node was added, removed or relabelled
+    since (its nodes are refreshed: :func:`mcd.model.pool.hygiene.refreshed`)."""
     _membership: Membership | None = None
 
     @property
     def membership(self) -> Membership:
         """Every node's pool (:func:`mcd.model.pool.hygiene.membership`), computed once."""
         if self._membership is None:
-            self._membership = membership(self.pools, self.nodes)
+            self._membership = (membership(self.pools, self.nodes) if self.previous is None
+                                else refreshed(self.previous, self.nodes))  # fmt: skip
         return self._membership
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcd.model.pool.hygiene import cap, conflict_message, membership, selector_problem
+from mcd.model.pool.hygiene import cap, conflict_message, membership, refreshed, selector_problem
 
 Obj = dict[str, Any]
 
@@ -211,3 +211,35 @@ def test_the_conflict_message_of_many_nodes_is_capped_in_order(count: int) -> No
     assert len(got) <= 2048
     assert got.startswith("node n00 belongs to 2 custom roles")
     assert got.endswith("more characters)") is (count > 18)
+
+
+LABELS = st.dictionaries(st.sampled_from(["node-role.kubernetes.io/worker",
+                                          "node-role.kubernetes.io/master",
+                                          "node-role.kubernetes.io/infra",
+                                          "node-role.kubernetes.io/gpu", "zone"]),
+                         st.sampled_from(["", "a"]), max_size=4)  # fmt: skip
+POOLS = [
+    pool("master", {"matchLabels": {"node-role.kubernetes.io/master": ""}}),
+    pool("worker", {"matchLabels": {"node-role.kubernetes.io/worker": ""}}),
+    pool("infra", {"matchExpressions": [expr("node-role.kubernetes.io/infra", "Exists")]}),
+    pool("gpu", {"matchLabels": {"node-role.kubernetes.io/gpu": ""}}),
+    pool("broken", {"matchExpressions": [expr("zone", "Near", "a")]}),
+]
+
+
+@given(labels=st.lists(LABELS, max_size=12), states=st.lists(st.sampled_from(["Done", "Working"])))
+def test_a_refreshed_membership_is_the_one_worked_out_again(
+    labels: list[dict[str, str]], states: list[str]
+) -> None:
+    """With no node added, removed or relabelled, the last membership with each node replaced
+    by its new version (the controller's pass after only Node changes) is what matching every
+    node again gives: the same members, in the same order, as the same objects."""
+    before = [node(f"n{i:02d}", **found) for i, found in enumerate(labels)]
+    after = [{"metadata": {**n["metadata"], "annotations": {"state": states[i % len(states)]}}}
+             if states else dict(n) for i, n in enumerate(before)]  # fmt: skip
+    again, fresh = refreshed(membership(POOLS, before), after), membership(POOLS, after)
+    assert again.members.keys() == fresh.members.keys()
+    for name, found in fresh.members.items():
+        assert [id(n) for n in again.members[name]] == [id(n) for n in found], name
+    assert (again.invalid, again.conflicts, again.alerts) == (
+        fresh.invalid, fresh.conflicts, fresh.alerts)  # fmt: skip

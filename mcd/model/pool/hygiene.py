@@ -98,6 +98,19 @@ class Membership:
         return {n: pools for n, pools in self.conflicts.items() if pool in pools}
 
 
+def refreshed(previous: Membership, nodes: Sequence[Obj]) -> Membership:
+    """``previous`` with each member replaced by its version in ``nodes``: what
+    :func:`membership` gives when no pool and no node was added, removed or relabelled since
+    (a node changed otherwise stays in its pool; a node not in ``nodes`` is left out)."""
+    pool_of = {name_of(n): pool for pool, found in previous.members.items() for n in found}
+    members: dict[str, list[Obj]] = {pool: [] for pool in previous.members}
+    for node in nodes:
+        pool = pool_of.get(name_of(node))
+        if pool is not None:
+            members[pool].append(node)
+    return Membership(members, previous.invalid, previous.conflicts, previous.alerts)
+
+
 def membership(pools: Sequence[Obj], nodes: Sequence[Obj]) -> Membership:
     """Upstream ``GetPoolsForNode`` for every node at once; pools with an unusable
     ``nodeSelector`` (and pools selecting every node) take part in nothing."""
