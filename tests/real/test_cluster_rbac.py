@@ -131,7 +131,9 @@ def probe(kube_cluster: TestCluster) -> Iterator[Callable[[Path], Callable[..., 
 
         # the authorizer reads RBAC from its own informers: a binding made a moment ago may
         # not be in force yet (a busy CI run asked too soon and was refused what is granted)
-        grant = next(r for r in role_rules(path) if r.get("resources") and not r.get("resourceNames"))
+        grant = next(
+            r for r in role_rules(path) if r.get("resources") and not r.get("resourceNames")
+        )
         sample = (grant["apiGroups"][0], grant["resources"][0], grant["verbs"][0], "")
         deadline = time.monotonic() + 60
         while not allowed(*sample):
