@@ -165,3 +165,30 @@ def test_a_named_config_is_parsed_or_none() -> None:
     assert config_named(configs, "bad") is None
     assert config_named(configs, "absent") is None
     assert config_named({"": _doc("rendered-1")}, "") is None
+
+
+def test_only_node_changes_that_move_no_node_are_nodes_only() -> None:
+    """What lets the controller's pass only refill slots and reuse the last membership."""
+    quiet = Changes()
+    assert not quiet.nodes_only, "nothing changed: nothing to refill"
+    done = Changes()
+    done.node(obj("n1", WORKER, annotations={"state": "Working"}),
+              obj("n1", WORKER, annotations={"state": "Done"}))  # fmt: skip
+    assert done.nodes_only
+    relabelled, added, removed = Changes(), Changes(), Changes()
+    relabelled.node(obj("n1", WORKER), obj("n1", INFRA))
+    added.node(None, obj("n2", WORKER))
+    removed.node(obj("n2", WORKER), None)
+    assert not any(c.nodes_only for c in (relabelled, added, removed))
+    for other in ("pool", "config", "named", "everything"):
+        mixed = Changes()
+        mixed.node(obj("n1", WORKER), obj("n1", WORKER))
+        if other == "pool":
+            mixed.pool(POOLS[0], POOLS[0])
+        elif other == "config":
+            mixed.config(None, obj("50-x", {"role": "worker"}))
+        elif other == "named":
+            mixed.pools.add("worker")
+        else:
+            mixed.everything()
+        assert not mixed.nodes_only, other
