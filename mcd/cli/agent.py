@@ -16,14 +16,17 @@ from mcd.agent.daemon import Agent, Options
 from mcd.cli import fleet, pools
 from mcd.cli.common import (
     EXIT_ERROR,
+    connect,
     fail,
+    kube_options,
     output_options,
     quiet,
     say,
     verbosity,
     warn,
 )
-from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cli.output import emit, output_format, output_option
+from mcd.cluster.api import ApiError, Kube
 from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
@@ -108,11 +111,11 @@ def start_command(
 @click.option(
     "--node", "node_name", envvar="NODE_NAME", help="Default: $NODE_NAME, else this host."
 )
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
+@kube_options
 @click.option("--namespace", help="Where the node's Events are (default: every namespace).")
 @click.option("--events", "event_count", type=int, default=10, show_default=True,
               help="How many of the node's last Events to show.")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option()
 @click.option("--wait", is_flag=True,
               help="Wait until the node is Done on its desired config, Degraded or "
                    "Unreconcilable; the exit code tells which.")  # fmt: skip
@@ -134,7 +137,6 @@ def status_command(
     kubeconfig: str | None,
     namespace: str | None,
     event_count: int,
-    as_json: bool,
     wait: bool,
     timeout: float | None,
     watch: bool,
@@ -147,18 +149,22 @@ def status_command(
 
     Exit 0 after printing. With --wait (as cloud-init status --wait): 0 Done on the desired
     config, 1 Unreconcilable, an error or the --timeout, 2 Degraded. With --cluster: every
-    pool (as oc get co machine-config plus oc get mcp), the alerts that would fire and the
-    next step; exit 0, or 1 when the cluster or --prometheus cannot be read.
+    pool (as oc get co machine-config plus oc get mcp), whether each node's agent runs, the
+    alerts that would fire and the next step; exit 0, or 1 when the cluster or --prometheus
+    cannot be read; with --watch, printed again on every change until interrupted.
     """
     if prometheus and not cluster:
         raise click.UsageError("--prometheus needs --cluster")
+    if cluster and wait:
+        raise click.UsageError("--wait waits for one node; not with --cluster")
+    as_json = output_format() in ("json", "yaml")
     name = node_name or socket.gethostname()
-    try:
-        kube = Kube(load_client(kubeconfig))
-    except ApiConfigError as e:
-        fail(str(e))
+    kube = Kube(connect(kubeconfig))
     if cluster:
-        fleet.cluster_status(kube, as_json, prometheus)
+        try:
+            fleet.cluster_status(kube, prometheus, watch=watch, interval=interval)
+        except KeyboardInterrupt:
+            sys.exit(130)
         return
     if not (wait or watch):
         try:
@@ -183,15 +189,12 @@ def _show(
     pool_lines: list[str] | None = None,
     pool: dict[str, str] | None = None,
 ) -> None:
-    if as_json:
-        say(
-            json.dumps(
-                {**report.to_json(), **({"pool": pool} if pool else {})},
-                indent=None if watch else 2,
-            )
-        )
-    else:
-        say(render_report(report) + "".join(f"{line}\n" for line in pool_lines or []), nl=False)
+    doc = {**report.to_json(), **({"pool": pool} if pool else {})}
+    emit(
+        doc,
+        lambda _: render_report(report) + "".join(f"{line}\n" for line in pool_lines or []),
+        compact=watch,
+    )
 
 
 def _follow(

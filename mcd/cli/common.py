@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TextIO, TypeVar
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TextIO, TypeVar
 
 import click
 
@@ -37,6 +37,9 @@ from mcd.cli.exits import (  # re-exported: the commands import them from here
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.text import printable
+
+if TYPE_CHECKING:
+    from mcd.cluster.transport import Connection
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -85,9 +88,47 @@ def quiet() -> bool:
 
 
 def say(text: str, nl: bool = True) -> None:
-    """A result for people, on stdout; ``-q`` keeps it back (the exit code still tells)."""
+    """A result for people, on stdout; ``-q`` keeps it back (the exit code still tells).
+
+    The last guard of the terminal: whatever a printer let through, no control character but
+    newline and tab reaches stdout raw (:func:`mcd.model.text.printable`, the escaping every
+    printer applies to text from the cluster or a node, one line each)."""
     if not quiet():
-        click.echo(text, nl=nl)
+        click.echo(printable(text, keep="\n\t"), nl=nl)
+
+
+def _set_context(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.meta["mcd.context"] = value
+
+
+def kube_options(fn: Callable[P, R]) -> Callable[P, R]:
+    """``--kubeconfig FILE`` and ``--context NAME``, found as kubectl finds them
+    (:func:`connect`)."""
+    fn = click.option(
+        "--context",
+        expose_value=False,
+        callback=_set_context,
+        help="The kubeconfig context to use (default: its current-context).",
+    )(fn)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        help="Default, as kubectl: $KUBECONFIG (a:b merged), ~/.kube/config, in-cluster.",
+    )(fn)
+
+
+def connect(kubeconfig: str | None) -> Connection:
+    """The API server as kubectl finds it, with ``--context``; one line and exit 1 when no
+    configuration can be used."""
+    from mcd.cluster.api import ConfigurationError, load_client  # noqa: PLC0415  (lazy)
+
+    ctx = click.get_current_context(silent=True)
+    context = str(ctx.meta.get("mcd.context") or "") or None if ctx else None
+    try:
+        return load_client(kubeconfig, context=context)
+    except ConfigurationError as e:
+        fail(str(e))
 
 
 def _set_verbose(ctx: click.Context, _: click.Parameter, value: int) -> None:
@@ -264,9 +305,50 @@ from_cluster_option = click.option(
 """``--from-cluster NODE`` of ``plan``."""
 
 
+FORMATS = ("json", "yaml", "wide")
+_OUTPUT = "mcd.output"
+
+
+def _set(ctx: click.Context, _: click.Parameter, value: str | bool | None) -> None:
+    if value is True:
+        ctx.meta[_OUTPUT] = "json"
+    elif isinstance(value, str) and value:
+        ctx.meta[_OUTPUT] = value
+
+
+def output_option(formats: Sequence[str] = FORMATS) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """``-o/--output FORMAT`` (one of ``formats``) and the hidden ``--json``."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        fn = click.option(
+            "--json",
+            is_flag=True,
+            hidden=True,
+            expose_value=False,
+            callback=_set,
+            help="The same as -o json.",
+        )(fn)
+        return click.option(
+            "-o",
+            "--output",
+            type=click.Choice(list(formats)),
+            expose_value=False,
+            callback=_set,
+            help="Print " + "|".join(formats) + " instead of the table (as kubectl's -o).",
+        )(fn)
+
+    return decorate
+
+
+def output_format() -> str:
+    """``json``, ``yaml`` or ``wide`` as asked with ``-o``; '' for the default table."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(_OUTPUT, "")) if ctx else ""
+
+
 def plan_flags(fn: Callable[P, R]) -> Callable[P, R]:
-    """``--force``, ``--legacy`` and ``--json`` of ``plan``."""
-    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(fn)
+    """``--force``, ``--legacy`` and ``-o json|yaml`` of ``plan``."""
+    fn = output_option(("json", "yaml"))(fn)
     fn = click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")(
         fn
     )

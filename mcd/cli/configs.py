@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,9 +12,11 @@ from mcd.cli.common import (
     EXIT_MISMATCH,
     EXIT_OK,
     config_file,
+    connect,
     existing_root,
     fail,
     from_cluster_option,
+    kube_options,
     output_options,
     plan_flags,
     policy_option,
@@ -23,6 +24,7 @@ from mcd.cli.common import (
     reports_config_errors,
     say,
 )
+from mcd.cli.output import emit
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import decode_document
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 @click.argument("new", required=False, type=config_file)
 @policy_option
 @from_cluster_option
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
+@kube_options
 @click.option(
     "--root",
     "host_root",
@@ -58,7 +60,6 @@ def plan(
     host_root: Path | None,
     force: bool,
     legacy: bool,
-    as_json: bool,
 ) -> None:
     """Show what moving a node from OLD to NEW changes, costs, and why.
 
@@ -100,10 +101,7 @@ def plan(
         result = make_plan(
             read_config(old), read_config(new), policies, force=force, legacy=legacy, host=host
         )
-    if as_json:
-        say(json.dumps(result.to_json(), indent=2))
-    else:
-        say(describe_plan(result), nl=False)
+    emit(result.to_json(), lambda _: describe_plan(result))
     sys.exit(EXIT_OK if result.reconcilable else EXIT_MISMATCH)
 
 
@@ -117,15 +115,12 @@ def _host_support(root: Path) -> HostSupport:
 def cluster_plan(node: str, kubeconfig: str | None) -> UpdatePlan:
     """The agent's plan for NODE, from the cluster (``mcd plan --from-cluster``)."""
     from mcd.agent.commands.inspect import pending_plan  # noqa: PLC0415
-    from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
-    from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
+    from mcd.cluster.api import ApiError, Kube  # noqa: PLC0415
     from mcd.cluster.configs import MachineConfigNotFound  # noqa: PLC0415
     from mcd.cluster.policies import PoliciesNotReady  # noqa: PLC0415
 
     try:
-        return pending_plan(Kube(load_client(kubeconfig)), node)
-    except ApiConfigError as e:
-        fail(str(e))
+        return pending_plan(Kube(connect(kubeconfig)), node)
     except (ApiError, MachineConfigNotFound, PoliciesNotReady) as e:
         fail(f"cannot plan node {node}: {e}")
 

@@ -7,28 +7,26 @@ the pools and Nodes once, and Prometheus' ``/api/v1/alerts`` with ``--prometheus
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from mcd.cli.common import fail, say
-from mcd.cli.fleetreport import FleetReport, fleet_report
+from mcd.cli.agents import AGENT_SELECTOR, LEASES, PODS, agent_of
+from mcd.cli.common import fail, say, warn
+from mcd.cli.fleetreport import FleetReport, NodeAgent, fleet_report
+from mcd.cli.output import clean, columns, emit, output_format
 from mcd.cluster.api import ApiError, Kube
 from mcd.cluster.pools import NODES, POOLS
 
 Obj = dict[str, Any]
 
 
-def render(report: FleetReport, now: datetime) -> str:
-    def table(rows: list[list[str]]) -> list[str]:
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return [
-            "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
-
-    lines = table(
+def render(report: FleetReport, now: datetime, wide: bool = False) -> str:
+    lines = columns(
         [
             ["NAME", "AVAILABLE", "PROGRESSING", "DEGRADED", "MESSAGE"],
             [
@@ -55,7 +53,7 @@ def render(report: FleetReport, now: datetime) -> str:
             "LEFT",
             "TARGET",
             "STOPPED",
-        ]
+        ] + (["AGENTS"] if wide else [])
         body = [
             [
                 r.name,
@@ -71,11 +69,23 @@ def render(report: FleetReport, now: datetime) -> str:
                 r.target if r.target != r.config else "=",
                 r.stopped or "-",
             ]
+            + ([r.agents or "<unknown>"] if wide else [])
             for r in report.pools
         ]
-        lines += table([head, *body])
+        lines += columns([head, *body])
         for r in report.pools:
-            lines += [f"  {r.name}: {note}" for note in r.notes]
+            lines += [f"  {clean(r.name)}: {clean(note)}" for note in r.notes]
+        lines.append("")
+    if wide and report.agents:
+        lines += columns(
+            [
+                ["NODE", "AGENT", "POD", "REASON"],
+                *(
+                    [a.node, "Running" if a.running else "NotRunning", a.pod or "-", a.reason]
+                    for a in report.agents
+                ),
+            ]
+        )
         lines.append("")
     if report.alerts:
         lines.append(
@@ -86,7 +96,7 @@ def render(report: FleetReport, now: datetime) -> str:
                 else " (worked out from the cluster's objects; --prometheus URL shows what fires)"
             )
         )
-        lines += table(
+        lines += columns(
             [
                 [
                     a.name,
@@ -100,7 +110,7 @@ def render(report: FleetReport, now: datetime) -> str:
     else:
         lines.append("ALERTS: none would fire")
     lines.append("")
-    lines.append(f"Next: {report.next_step}")
+    lines.append(f"Next: {clean(report.next_step)}")
     return "\n".join(lines) + "\n"
 
 
@@ -125,23 +135,53 @@ def read_cluster(kube: Kube) -> tuple[list[Obj], list[Obj]]:
     return list(pools), list(nodes)
 
 
-def cluster_status(
-    kube: Kube, as_json: bool, prometheus: str | None, now: datetime | None = None
-) -> None:
-    """Print the screen (or one JSON object); ``fail`` naming what cannot be read."""
+def read_agents(kube: Kube, nodes: Sequence[Obj], now: datetime) -> list[NodeAgent] | None:
+    """Whether each Node's agent runs, from the DaemonSet's pods (its label, every namespace)
+    and the agents' node Leases; None when they cannot be read (the caller's account may not
+    list pods or Leases)."""
     try:
-        pools, nodes = read_cluster(kube)
-    except ApiError as e:
-        fail(f"cannot read the pools and nodes: {e}")
-    firing = None
-    if prometheus:
+        pods = kube.request("GET", PODS, {"labelSelector": AGENT_SELECTOR}).get("items") or []
+        leases = kube.request("GET", LEASES).get("items") or []
+    except ApiError:
+        return None
+    return [agent_of(str((n.get("metadata") or {}).get("name") or ""), pods, leases, now)
+            for n in nodes]  # fmt: skip
+
+
+def cluster_status(
+    kube: Kube,
+    prometheus: str | None,
+    now: datetime | None = None,
+    watch: bool = False,
+    interval: float = 2.0,
+) -> None:
+    """Print the screen (or the object, with -o json|yaml); ``fail`` naming what cannot be
+    read. With ``watch``: read again every ``interval`` s and print again when it changed,
+    until interrupted (as ``kubectl get -w``)."""
+    shown = ""
+    while True:
         try:
-            firing = prometheus_alerts(prometheus)
-        except ValueError as e:
-            fail(f"--prometheus: {e}")
-    when = now or datetime.now(UTC)
-    report = fleet_report(pools, nodes, when, firing)
-    if as_json:
-        say(json.dumps(report.to_json(), indent=2))
-    else:
-        say(render(report, when), nl=False)
+            pools, nodes = read_cluster(kube)
+        except ApiError as e:
+            if not watch:
+                fail(f"cannot read the pools and nodes: {e}")
+            warn(f"cannot read the pools and nodes: {e}; retrying")
+            time.sleep(interval)
+            continue
+        firing = None
+        if prometheus:
+            try:
+                firing = prometheus_alerts(prometheus)
+            except ValueError as e:
+                fail(f"--prometheus: {e}")
+        when = now or datetime.now(UTC)
+        report = fleet_report(pools, nodes, when, firing, read_agents(kube, nodes, when))
+        seen = json.dumps(report.to_json(), sort_keys=True)
+        if seen != shown:
+            if shown and output_format() not in ("json", "yaml"):
+                say("")
+            emit(report.to_json(), partial(render, report, when), compact=watch)
+            shown = seen
+        if not watch:
+            return
+        time.sleep(interval)

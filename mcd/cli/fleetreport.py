@@ -56,6 +56,10 @@ ALERTS = {
 """The shipped rules' alerts and their runbook sections (a test keeps them equal)."""
 NO_PROGRESS_SECONDS = 1800
 REBOOT_FAILED = ("reboot command failed", "Failed to reboot?")
+AGENT_RUNBOOK = "8-the-agent-itself"
+NO_AGENT_ALERT = "(none in mcd's rules)"
+"""The ALERTS row of a node whose agent is not running: no shipped rule covers it (the agent
+exports the metrics the rules read, so its absence silences them); the row says so."""
 REASON_WIDTH = 160
 
 
@@ -71,7 +75,22 @@ class Alert:
 
     @property
     def runbook(self) -> str:
+        if self.name == NO_AGENT_ALERT:
+            return RUNBOOK + AGENT_RUNBOOK
         return RUNBOOK + ALERTS.get(self.name, "alerts-prometheus")
+
+
+@dataclass(frozen=True)
+class NodeAgent:
+    """Whether a node's agent runs: a Running and Ready pod of the DaemonSet on the node, or
+    (an agent outside pods) a node Lease its holder keeps renewing."""
+
+    node: str
+    running: bool
+    reason: str = ""
+    """Why not, in the kubelet's words (``ImagePullBackOff: Back-off pulling image ...``)."""
+    pod: str = ""
+    """``namespace/name`` of the agent's pod on the node, when there is one."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,8 @@ class PoolRow:
     left: int
     stopped: str
     """Why no node gets the target ('' while it may go on): paused, node-degraded, invalid."""
+    agents: str = ""
+    """``running/members`` agents (``-o wide``), '' when they could not be read."""
     notes: tuple[str, ...] = ()
     """Conditions not in their good state, and members not Done, one line each."""
 
@@ -102,6 +123,8 @@ class FleetReport:
     pools: tuple[PoolRow, ...]
     alerts: tuple[Alert, ...]
     next_step: str
+    agents: tuple[NodeAgent, ...] | None = None
+    """Every pool member's agent; None when the pods and Leases could not be read."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -132,7 +155,11 @@ def _short(text: str) -> str:
 
 
 def _pool(
-    pool: Obj, pools: Sequence[Obj], nodes: Sequence[Obj], now: datetime
+    pool: Obj,
+    pools: Sequence[Obj],
+    nodes: Sequence[Obj],
+    now: datetime,
+    agents: Mapping[str, NodeAgent] | None = None,
 ) -> tuple[PoolRow, list[Alert], list[tuple[int, str]]]:
     """One pool's row, its alerts, and its candidate next steps (priority, text)."""
     name = name_of(pool)
@@ -156,6 +183,23 @@ def _pool(
         if found and found.get("status") == "True" and found.get("message"):
             notes.append(f"{kind}: {_short(str(found['message']))}")
     for view in views:
+        agent = agents.get(view.name) if agents is not None else None
+        if agent is not None and not agent.running:
+            # what the annotations say was written by an agent that no longer runs
+            notes.append(f"node {view.name}: agent not running: {_short(agent.reason)}")
+            why = f"agent not running ({_short(agent.reason)})"
+            alerts.append(
+                Alert(NO_AGENT_ALERT, f"node={view.name}",
+                      f"{why}; no shipped alert covers a node without its agent")
+            )  # fmt: skip
+            namespace, _, pod = agent.pod.partition("/")
+            look = (
+                f"kubectl -n {namespace} describe pod {pod}"
+                if agent.pod
+                else f"kubectl get lease -A --field-selector metadata.name={view.name}"
+            )
+            steps.append((5, f"{look}   (the agent on {view.name} is not running: "
+                             f"{_short(agent.reason)}; {RUNBOOK}{AGENT_RUNBOOK})"))  # fmt: skip
         if view.state in ("", NodeState.DONE) and view.current == view.desired:
             continue
         why = f": {_short(view.reason)}" if view.reason else ""
@@ -275,6 +319,9 @@ def _pool(
         degraded_count=int(status.get("degradedMachineCount") or 0),
         left=left,
         stopped=stopped,
+        agents=""
+        if agents is None
+        else f"{sum(1 for v in views if v.name in agents and agents[v.name].running)}/{len(views)}",
         notes=tuple(notes),
     )
     return row, alerts, steps
@@ -294,17 +341,25 @@ def fleet_report(
     nodes: Sequence[Obj],
     now: datetime,
     firing: Sequence[Mapping[str, Any]] | None = None,
+    agents: Sequence[NodeAgent] | None = None,
 ) -> FleetReport:
     """The screen's content. ``firing``: Prometheus' firing alerts (``/api/v1/alerts``), which
-    replace the alerts worked out from the objects."""
+    replace the alerts worked out from the objects (but the rows of nodes without a running
+    agent: no rule fires for those). ``agents``: whether each node's agent runs (None: unknown,
+    nothing said about them)."""
+    by_node = None if agents is None else {a.node: a for a in agents}
     rows, alerts, steps = [], [], []
     for pool in sorted(pools, key=name_of):
-        row, found, candidates = _pool(pool, pools, nodes, now)
+        row, found, candidates = _pool(pool, pools, nodes, now, by_node)
         rows.append(row)
         alerts.extend(found)
         steps.extend(candidates)
+    alerts = list({(a.name, a.subject): a for a in alerts}.values())  # a node in two pools
     if firing is not None:
-        alerts = [_from_prometheus(a) for a in firing if a["labels"].get("alertname") in ALERTS]
+        alerts = [
+            *(_from_prometheus(a) for a in firing if a["labels"].get("alertname") in ALERTS),
+            *(a for a in alerts if a.name == NO_AGENT_ALERT),
+        ]
     progressing = any(r.updating == "True" or r.left for r in rows)
     degraded = any(r.degraded == "True" for r in rows)
     if not rows:
@@ -316,6 +371,10 @@ def fleet_report(
         message = "All pools are on their target configs"
     if degraded:
         message += "; degraded: " + ", ".join(r.name for r in rows if r.degraded == "True")
+    members = {name_of(n) for p in pools for n in nodes_for_pool(p, pools, nodes)}
+    down = sorted(a.node for a in agents or () if not a.running and a.node in members)
+    if down and rows:
+        message += "; agent not running on " + ", ".join(down)
     if steps:
         next_step = min(steps)[1]
     elif alerts:
@@ -323,7 +382,14 @@ def fleet_report(
     else:
         next_step = "nothing to do: every pool is on its target config"
     return FleetReport(
-        bool(rows), progressing, degraded, message, tuple(rows), tuple(alerts), next_step
+        bool(rows),
+        progressing,
+        degraded,
+        message,
+        tuple(rows),
+        tuple(alerts),
+        next_step,
+        None if agents is None else tuple(sorted(agents, key=lambda a: a.node)),
     )
 
 

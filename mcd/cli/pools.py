@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,12 +12,15 @@ from mcd.cli import configs
 from mcd.cli.common import (
     EXIT_OK,
     config_file,
+    connect,
     fail,
     from_cluster_option,
+    kube_options,
     output_options,
     plan_flags,
     policy_option,
 )
+from mcd.cli.output import emit
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
@@ -146,11 +148,7 @@ def _grace(text: str) -> float:
 @click.argument("new", required=False, type=config_file)
 @click.option("--pool", help="Plan a pool's rollout against the cluster instead of OLD and NEW.")
 @from_cluster_option
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="With --pool or --from-cluster; default: $KUBECONFIG.",
-)
+@kube_options
 @policy_option
 @click.option(
     "--root",
@@ -172,7 +170,6 @@ def plan_command(
     host_root: Path | None,
     force: bool,
     legacy: bool,
-    as_json: bool,
 ) -> None:
     """Show what moving a node from OLD to NEW changes, costs, and why; with --pool POOL,
     what the pool's rollout would do on each of its nodes, before anything rolls out.
@@ -192,21 +189,19 @@ def plan_command(
             host_root=host_root,
             force=force,
             legacy=legacy,
-            as_json=as_json,
         )
         return
     if old is not None or new is not None or node_name is not None or host_root is not None:
         raise click.UsageError("--pool takes no OLD, NEW, --root or --from-cluster")
-    from mcd.cluster.api import ApiError, Kube, load_client  # noqa: PLC0415
-    from mcd.cluster.api import ConfigurationError as ApiConfigError  # noqa: PLC0415
+    from mcd.cluster.api import ApiError, Kube  # noqa: PLC0415
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415
     from mcd.cluster.controllerconfig import base_images  # noqa: PLC0415
     from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
     from mcd.controller.preview import describe_preview, preview_pool  # noqa: PLC0415
     from mcd.model.pool.pools import SelectorError  # noqa: PLC0415
 
+    kube = Kube(connect(kubeconfig))
     try:
-        kube = Kube(load_client(kubeconfig))
         doc = kube.request("GET", f"{POOLS}/{pool}")
         pools = kube.request("GET", POOLS).get("items") or []
         mcs = {
@@ -214,18 +209,13 @@ def plan_command(
         }
         nodes = kube.request("GET", NODES).get("items") or []
         base = base_images(kube)  # the controller's render uses them too
-    except ApiConfigError as e:
-        fail(str(e))
     except ApiError as e:
         fail(f"cannot read pool {pool}: {e}")
     try:
         result = preview_pool(doc, pools, mcs, nodes, _window(doc), base)
     except (SelectorError, ValueError) as e:
         fail(f"pool {pool}: {e}")
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
-    else:
-        click.echo(describe_preview(result), nl=False)
+    emit(result.to_json(), lambda _: describe_preview(result))
     unreconcilable = any(n.action == "unreconcilable" for n in result.nodes)
     sys.exit(2 if unreconcilable else 1 if result.render_error else EXIT_OK)
 

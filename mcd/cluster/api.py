@@ -22,7 +22,7 @@ from typing import Any
 
 import urllib3
 
-from mcd.cluster.kubeconfig import KubeconfigError, from_file, in_cluster
+from mcd.cluster.kubeconfig import KubeconfigError, from_files, in_cluster, kubeconfig_files
 from mcd.cluster.transport import USER_AGENT, Connection
 
 Obj = dict[str, Any]
@@ -74,23 +74,28 @@ def load_client(
     *,
     root_mount: str | None = None,
     service_account: str = SERVICE_ACCOUNT,
+    context: str | None = None,
 ) -> Connection:
-    """``--kubeconfig``, else ``KUBECONFIG``, else the in-cluster service account.
+    """As kubectl finds its cluster: ``--kubeconfig``, else ``KUBECONFIG`` (``a:b`` merged),
+    else ``~/.kube/config``, else the in-cluster service account; ``context`` as
+    ``--context`` (:func:`mcd.cluster.kubeconfig.kubeconfig_files`).
 
-    With ``root_mount`` (``mcd start``), the in-cluster credentials talk to the API
+    With ``root_mount`` (``mcd start``), no ``~/.kube/config`` (an agent runs on its own
+    account, not its host user's), and the in-cluster credentials talk to the API
     server named by the host's kubelet kubeconfig, ``<root>/etc/kubernetes/kubeconfig``,
     as upstream does (``overriding kubernetes api to ...``), so the agent does not
     depend on the service network; without that file, the in-cluster service address.
     """
     env = os.environ if environ is None else environ
-    path = kubeconfig or env.get("KUBECONFIG")
-    if path and not os.path.isfile(path):
-        why = "not a file" if os.path.exists(path) else "no such file"
-        source = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
-        raise ConfigurationError(f"{path}: {why} ({source})")
     try:
-        if path:
-            return from_file(path)
+        paths = kubeconfig_files(kubeconfig, env, home_fallback=root_mount is None)
+    except KubeconfigError as e:
+        raise ConfigurationError(str(e)) from e
+    if not paths and env.get("KUBECONFIG"):
+        raise ConfigurationError(f"{env['KUBECONFIG']}: no such file ($KUBECONFIG)")
+    try:
+        if paths:
+            return from_files(paths, context)
         overrides = dict(env)
         server = host_api_server(root_mount) if root_mount is not None else None
         if server is not None:
@@ -100,7 +105,7 @@ def load_client(
             overrides["KUBERNETES_SERVICE_PORT"] = str(url.port or 443)
         return in_cluster(service_account, overrides)
     except KubeconfigError as e:
-        where = path or "the in-cluster service account"
+        where = ":".join(paths) or "the in-cluster service account"
         message = f"cannot load the API server configuration from {where}: {e}"
         raise ConfigurationError(message) from e
 

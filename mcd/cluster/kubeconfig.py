@@ -1,5 +1,7 @@
-"""Where the API server is and how to authenticate: the in-cluster service account or a
-kubeconfig file, read into a :class:`~mcd.cluster.transport.Connection`.
+"""Where the API server is and how to authenticate, found as kubectl finds it
+(:func:`kubeconfig_files`: ``--kubeconfig``, else ``KUBECONFIG=a:b`` merged by kubectl's
+rules, else ``~/.kube/config``, else the in-cluster service account; ``--context``), read into
+a :class:`~mcd.cluster.transport.Connection`.
 
 A small reader for what nodes and tests use (server, CA file or data,
 ``insecure-skip-tls-verify``, ``tls-server-name``, client certificate and key as files or
@@ -16,6 +18,7 @@ import base64
 import binascii
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.cluster.transport import Connection, Tls, TokenFile, basic_auth, static_header
@@ -55,23 +58,115 @@ def in_cluster(service_account: str, environ: Mapping[str, str]) -> Connection:
     return Connection(f"https://{hostport}", Tls(ca_file=ca_path), token)
 
 
-def from_file(path: str) -> Connection:
-    """The current context of the kubeconfig at ``path``."""
+RECOMMENDED_HOME = (".kube", "config")
+"""``~/.kube/config``: client-go's ``RecommendedHomeFile``."""
+
+
+def kubeconfig_files(
+    explicit: str | None, environ: Mapping[str, str], home_fallback: bool = True
+) -> list[str]:
+    """The files kubectl would read, in precedence order (client-go's
+    ``ClientConfigLoadingRules``): ``--kubeconfig`` alone (it must exist); else every file of
+    ``KUBECONFIG`` (``a:b``, duplicates once, missing ones skipped); else ``~/.kube/config``
+    when it exists (and ``home_fallback``); else none (then: in-cluster)."""
+    if explicit:
+        if not os.path.isfile(explicit):
+            why = "not a file" if os.path.exists(explicit) else "no such file"
+            raise KubeconfigError(f"{explicit}: {why} (--kubeconfig)")
+        return [explicit]
+    listed = [p for p in (environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
+    if listed:
+        return [p for p in dict.fromkeys(listed) if os.path.isfile(p)]
+    home = environ.get("HOME")
+    if home_fallback and home:
+        path = os.path.join(home, *RECOMMENDED_HOME)
+        if os.path.isfile(path):
+            return [path]
+    return []
+
+
+@dataclass
+class Merged:
+    """Kubeconfig files merged by kubectl's rules: the first file to name a cluster, user or
+    context wins it whole, and the first to set ``current-context`` wins it; each entry keeps
+    the directory of its file, which its relative paths are relative to."""
+
+    files: list[str] = field(default_factory=list)
+    current: str = ""
+    entries: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = field(default_factory=dict)
+    """(section, name) -> (entry, directory of its file, its file)."""
+
+    def add(self, path: str, doc: dict[str, Any]) -> None:
+        self.files.append(path)
+        base = os.path.dirname(os.path.abspath(path))
+        if not self.current and isinstance(doc.get("current-context"), str):
+            self.current = doc["current-context"]
+        for section, key in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+            for entry in doc.get(section) or []:
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    continue
+                value = entry.get(key) or {}
+                if not isinstance(value, dict):
+                    raise KubeconfigError(
+                        f"{path}: {section}[{entry['name']}].{key}: not a mapping"
+                    )
+                self.entries.setdefault((section, entry["name"]), (value, base, path))
+
+    def get(self, section: str, name: object) -> tuple[dict[str, Any], str, str]:
+        found = self.entries.get((section, str(name)))
+        if found is None:
+            raise KubeconfigError(f"{section}: no entry named {name!r}")
+        return found
+
+
+def read_files(paths: list[str]) -> Merged:
+    """Read and merge ``paths`` (an empty file adds nothing)."""
     import yaml  # noqa: PLC0415  (the offline commands never read a kubeconfig)
 
-    try:
-        with open(path, "rb") as f:
-            doc = yaml.safe_load(f.read(4 << 20))
-    except OSError as e:
-        raise KubeconfigError(e.strerror or str(e)) from None
-    except yaml.YAMLError as e:
-        raise KubeconfigError(f"not YAML: {e}") from None
-    if not isinstance(doc, dict):
+    merged = Merged()
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                doc = yaml.safe_load(f.read(4 << 20))
+        except OSError as e:
+            raise KubeconfigError(f"{path}: {e.strerror or e}") from None
+        except yaml.YAMLError as e:
+            raise KubeconfigError(f"{path}: not YAML: {e}") from None
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise KubeconfigError(f"{path}: Invalid kube-config file. No configuration found.")
+        merged.add(path, doc)
+    return merged
+
+
+def from_file(path: str, context: str | None = None) -> Connection:
+    """The current context (or ``context``) of the kubeconfig at ``path``."""
+    return from_files([path], context)
+
+
+def from_files(paths: list[str], context: str | None = None) -> Connection:
+    """The current context (or ``context``, as ``kubectl --context``) of ``paths`` merged."""
+    merged = read_files(paths)
+    if not merged.files:
         raise KubeconfigError("Invalid kube-config file. No configuration found.")
-    cluster, user = _current(doc)
+    name = context or merged.current
+    if not name:
+        raise KubeconfigError("Invalid kube-config file. Expected key current-context")
+    try:
+        ctx, _, _ = merged.get("contexts", name)
+    except KubeconfigError:
+        if context:
+            raise KubeconfigError(
+                f"context was not found for specified context: {context}"
+            ) from None
+        raise
+    cluster, base, _ = merged.get("clusters", ctx.get("cluster"))
+    user, user_base, user_file = (
+        merged.get("users", ctx.get("user")) if ctx.get("user") else ({}, base, "")
+    )
     if any(user.get(k) for k in PLUGIN_USER_KEYS) or cluster.get("proxy-url"):
-        return _full_loader(path)
-    base = os.path.dirname(os.path.abspath(path))
+        return _full_loader(user_file or merged.files[0], name)
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
         raise KubeconfigError("cluster.server: not an http(s) URL")
@@ -79,35 +174,15 @@ def from_file(path: str) -> Connection:
         verify=not cluster.get("insecure-skip-tls-verify", False),
         ca_file=_file(cluster, "certificate-authority", base),
         ca_data=_data(cluster, "certificate-authority-data"),
-        cert_file=_file(user, "client-certificate", base),
-        key_file=_file(user, "client-key", base),
+        cert_file=_file(user, "client-certificate", user_base),
+        key_file=_file(user, "client-key", user_base),
         cert_data=_data(user, "client-certificate-data"),
         key_data=_data(user, "client-key-data"),
         server_name=_str(cluster, "tls-server-name"),
     )
     if (tls.cert_file or tls.cert_data) and not (tls.key_file or tls.key_data):
         raise KubeconfigError("user.client-key: missing beside the client certificate")
-    return Connection(server, tls, _authorization(user, base))
-
-
-def _current(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    name = doc.get("current-context")
-    if not name:
-        raise KubeconfigError("Invalid kube-config file. Expected key current-context")
-    context = _named(doc, "contexts", "context", name)
-    cluster = _named(doc, "clusters", "cluster", context.get("cluster"))
-    user = _named(doc, "users", "user", context.get("user")) if context.get("user") else {}
-    return cluster, user
-
-
-def _named(doc: dict[str, Any], section: str, key: str, name: object) -> dict[str, Any]:
-    for entry in doc.get(section) or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            value = entry.get(key) or {}
-            if not isinstance(value, dict):
-                raise KubeconfigError(f"{section}[{name}].{key}: not a mapping")
-            return value
-    raise KubeconfigError(f"{section}: no entry named {name!r}")
+    return Connection(server, tls, _authorization(user, user_base))
 
 
 def _str(section: dict[str, Any], key: str) -> str | None:
@@ -157,12 +232,12 @@ def _authorization(user: dict[str, Any], base: str) -> Any:
     return static_header(None)
 
 
-def _full_loader(path: str) -> Connection:
+def _full_loader(path: str, context: str | None = None) -> Connection:
     """The official client's loader, for plugins this reader does not run itself."""
     from kubernetes import config  # noqa: PLC0415  (~12 MB: only for exec/auth-provider)
 
     try:
-        api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
+        api = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
     except config.ConfigException as e:
         raise KubeconfigError(str(e)) from None
     conf = api.configuration

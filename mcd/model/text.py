@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 def goquote(s: str) -> str:
     """Quote like Go's ``%q`` (``strconv.Quote``): double quotes, backslash escapes, every
@@ -42,3 +45,22 @@ def gooctal(n: int) -> str:
     if n < 0:
         return "-" + gooctal(-n)
     return "0" + format(n, "o") if n else "0"
+
+
+def selector_string(selector: Mapping[str, Any] | None) -> str:
+    """A LabelSelector as kubectl prints one (apimachinery ``metav1.FormatLabelSelector``):
+    ``role=canary,zone in (a,b),!legacy``, sorted by key; ``<none>`` for an empty one."""
+    if not selector:
+        return "<none>"
+    parts = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
+        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
+        shown = {
+            "In": f"{key} in ({values})",
+            "NotIn": f"{key} notin ({values})",
+            "Exists": key,
+            "DoesNotExist": f"!{key}",
+        }.get(op, f"{key} {op} ({values})")
+        parts.append((key, shown))
+    return printable(",".join(text for _, text in sorted(parts))) or "<none>"

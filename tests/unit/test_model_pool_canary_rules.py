@@ -46,7 +46,7 @@ def refusal(policy: dict[str, Any]) -> str:
         ({"canary": "10%", "soak": "45s", "maxUnhealthy": "20%"},
          "canary: 10% of the nodes, soak 45s, halt past 20% unhealthy updated nodes"),
         ({"canary": {"matchLabels": {"canary": "yes"}}, "soak": "1h30m"},
-         "canary: nodes matching {'matchLabels': {'canary': 'yes'}}, soak 90m, "
+         "canary: nodes matching canary=yes, soak 90m, "
          "halt past 0 unhealthy updated nodes"),
         ({"maxUnhealthy": "0%"}, "halt past 0% unhealthy updated nodes"),
     ],

@@ -35,6 +35,7 @@ from typing import Any
 
 from mcd.model.pool.pools import NodeView, SelectorError, selector_matches, upstream_order
 from mcd.model.pool.windows import WindowError, annotation_object, parse_duration
+from mcd.model.text import selector_string
 
 POLICY_ANNOTATION = "mcd-project.github.io/rollout-policy"
 HALT_ANNOTATION = "mcd-project.github.io/rollout-halted"
@@ -76,7 +77,7 @@ class Policy:
     def describe(self) -> str:
         parts = []
         if self.canary_selector is not None:
-            parts.append(f"canary: nodes matching {dict(self.canary_selector)}")
+            parts.append(f"canary: nodes matching {selector_string(self.canary_selector)}")
         elif self.canary_percent:
             parts.append(f"canary: {self.canary_percent}% of the nodes")
         elif self.canary_count:
