@@ -139,8 +139,10 @@ def _grace(text: str) -> float:
         return 0.0
     try:
         return parse_duration(text).total_seconds()
-    except WindowError as e:
-        fail(f"--prune-grace: {str(e).split('duration: ', 1)[-1]}")
+    except WindowError as e:  # a bad flag value: usage (64), as in every command
+        raise click.BadParameter(
+            str(e).split("duration: ", 1)[-1], param_hint="'--prune-grace'"
+        ) from None
 
 
 @click.command("plan")

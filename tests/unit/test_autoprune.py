@@ -143,12 +143,12 @@ def test_a_prune_deletes_at_most_a_batch_and_runs_every_interval_not_every_pass(
 def test_a_bad_prune_grace_is_refused_before_the_controller_starts(tmp_path: Any) -> None:
     from click.testing import CliRunner  # noqa: PLC0415
 
-    from mcd.cli.pools import controller_command  # noqa: PLC0415
+    from mcd.cli import cli  # noqa: PLC0415
 
     missing = str(tmp_path / "kubeconfig")
     for value, said in (("soon", "expected a duration such as 90m, 4h or 1h30m, got 'soon'"),
                         ("8d", "must be more than 0 and at most 7 days")):  # fmt: skip
-        done = CliRunner().invoke(controller_command,
-                                  ["--prune-grace", value, "--kubeconfig", missing])  # fmt: skip
-        assert done.exit_code == 1
-        assert f"--prune-grace: {said}" in done.output
+        done = CliRunner().invoke(cli, ["controller", "--prune-grace", value,
+                                        "--kubeconfig", missing])  # fmt: skip
+        assert done.exit_code == 64  # a bad flag value: usage, as in every command
+        assert f"Invalid value for '--prune-grace': {said}" in done.output

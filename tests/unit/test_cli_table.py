@@ -219,9 +219,8 @@ CASES = [
          lambda e: "Usage: mcd rollback [OPTIONS]", "rollback-no-pool"),
     Case("rollback", lambda e: ["--pool", "worker", "--kubeconfig", e.kubeconfig(e.port)], 1,
          lambda e: "error: pool worker: ", "rollback-unreachable"),
-    Case("prune", lambda e: ["--grace", "soon", "--kubeconfig", e.missing], 1,
-         lambda e: "error: --grace: expected a duration such as 90m, 4h or 1h30m, got 'soon'",
-         "prune-bad-grace"),
+    Case("prune", lambda e: ["--grace", "soon", "--kubeconfig", e.missing], 64,
+         lambda e: "Usage: mcd prune [OPTIONS]", "prune-bad-grace"),
     Case("prune", lambda e: ["--kubeconfig", e.missing], 1,
          lambda e: f"error: {e.missing}: no such file (--kubeconfig)", "prune-kubeconfig-missing"),
     # start

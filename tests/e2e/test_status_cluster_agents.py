@@ -1,0 +1,121 @@
+"""``mcd status --cluster`` on a node whose agent is not running (issue 40, item 5).
+
+A node's annotations say ``Done``, but its DaemonSet pod is Pending on an image that cannot be
+pulled: the screen must say the agent is not running and why (the kubelet's waiting reason),
+list it under ALERTS (no shipped rule covers it: the row says so), and point at the pod; a
+node whose agent pod is Running and Ready, and one whose agent runs outside pods and renews
+its node Lease, are running. On the fake API server and on a real kube-apiserver (its nodes
+carry no ``mcd-test`` label, so the kit's kubelet stand-in leaves their pods alone: the test
+writes the pod status a kubelet would).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from click.testing import CliRunner
+
+from mcd.cli import cli
+from mcd.cluster.pools import POOLS
+from mcd.model.vocabulary import Annotation
+from tests.e2e.test_controller import _crds  # noqa: F401  # the pool CRD on a real cluster
+from tests.fakes.kubecluster import TestCluster
+
+DS_LABELS = {"app.kubernetes.io/name": "mcd"}  # daemonset/03-daemonset.yaml's selector
+IMAGE = "registry.invalid/mcd/mcd:does-not-exist"
+
+
+def _node(cluster: TestCluster, base: str, label: str) -> str:
+    name = cluster.name(base)
+    done = {Annotation.CURRENT_CONFIG: "rendered-w-1", Annotation.DESIRED_CONFIG: "rendered-w-1",
+            Annotation.STATE: "Done"}  # fmt: skip
+    cluster.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                     "metadata": {"name": name, "labels": {label: ""},
+                                                  "annotations": done}})  # fmt: skip
+    return name
+
+
+def _agent_pod(cluster: TestCluster, namespace: str, node: str, status: dict[str, object]) -> str:
+    name = f"mcd-{node}"
+    cluster.create(f"/api/v1/namespaces/{namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": DS_LABELS},
+        "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                 "tolerations": [{"operator": "Exists"}],
+                 "containers": [{"name": "mcd", "image": IMAGE}]},
+    })  # fmt: skip
+    cluster.kube.request(  # what the node's kubelet would report
+        "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+        body={"status": status}, content_type="application/merge-patch+json",
+    )  # fmt: skip
+    return name
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_node_whose_agent_pod_cannot_pull_its_image_is_not_done(
+    kube_cluster: TestCluster,
+) -> None:
+    cluster = kube_cluster
+    label = f"mcd-agents-{cluster.suffix}"
+    ns = cluster.namespace("agents")
+    pulling, running, host = (_node(cluster, b, label) for b in ("pull", "run", "host"))
+    back_off = f'Back-off pulling image "{IMAGE}"'
+    _agent_pod(cluster, ns, pulling, {
+        "phase": "Pending",
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                        "lastTransitionTime": _now()}],
+        "containerStatuses": [{"name": "mcd", "image": IMAGE, "imageID": "", "ready": False,
+                               "restartCount": 0, "started": False,
+                               "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                     "message": back_off}}}],
+    })  # fmt: skip
+    _agent_pod(cluster, ns, running, {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": _now()}],
+    })  # fmt: skip
+    # an agent outside pods (`mcd start` as a host service) renews its node Lease
+    micro = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    cluster.create(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": host},
+        "spec": {"holderIdentity": f"{host}_0123abcd", "leaseDurationSeconds": 600,
+                 "acquireTime": micro, "renewTime": micro},
+    })  # fmt: skip
+    pool = cluster.name("agents")
+    cluster.create(POOLS, {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": pool},
+        "spec": {"nodeSelector": {"matchLabels": {label: ""}},
+                 "machineConfigSelector": {"matchLabels": {"none": "none"}}},
+    })  # fmt: skip
+
+    args = ["status", "--cluster", "--kubeconfig", str(cluster.kubeconfig)]
+    done = CliRunner().invoke(cli, args, env={"NO_COLOR": "1", "KUBECONFIG": None})
+    assert done.exit_code == 0, done.output
+    text = done.stdout
+    reason = f"ImagePullBackOff: {back_off}"
+    assert f"  {pool}: node {pulling}: agent not running: {reason}" in text
+    assert running not in text and host not in text.split("ALERTS")[1]  # both run
+    assert "ALERTS: none would fire" not in text
+    alerts = text.split("ALERTS", 1)[1]
+    assert f"(none in mcd's rules)   node={pulling}   agent not running ({reason})" in alerts
+    assert "docs/runbook.md#8-the-agent-itself" in alerts
+    assert f"Next: kubectl -n {ns} describe pod mcd-{pulling}   (the agent on {pulling}" in text
+    assert f"agent not running on {pulling}" in text.splitlines()[1]
+
+    wide = CliRunner().invoke(cli, [*args, "-o", "wide"], env={"KUBECONFIG": None}).stdout
+    assert any(line.split()[:3] == [pulling, "NotRunning", f"{ns}/mcd-{pulling}"]
+               for line in wide.splitlines())  # fmt: skip
+    assert any(line.split()[:2] == [running, "Running"] for line in wide.splitlines())
+    assert any(line.split()[:3] == [host, "Running", "-"] for line in wide.splitlines())
+
+    doc = json.loads(
+        CliRunner().invoke(cli, [*args, "-o", "json"], env={"KUBECONFIG": None}).stdout
+    )
+    agents = {a["node"]: a for a in doc["agents"]}
+    assert (agents[pulling]["running"], agents[pulling]["reason"]) == (False, reason)
+    assert agents[running]["running"] and agents[host]["running"]
