@@ -27,6 +27,7 @@ __all__ = [
     "clean",
     "columns",
     "emit",
+    "exact_duration",
     "human_duration",
     "output_format",
     "output_option",
@@ -101,6 +102,16 @@ def human_duration(seconds: float) -> str:
         years, days = hours // 24 // 365, (hours // 24) % 365
         return f"{years}y{days}d" if days else f"{years}y"
     return f"{hours // 24 // 365}y"
+
+
+def exact_duration(seconds: float) -> str:
+    """A span as the flags take it, nothing rounded, zero units left out: ``1h``, ``1h30m``,
+    ``7d``, ``59m``, ``90s`` (``--ttl``, ``--grace``), never Python's ``1:00:00``."""
+    s = int(seconds)
+    if s <= 0:
+        return "0s"
+    parts = [(s // 86400, "d"), (s // 3600 % 24, "h"), (s // 60 % 60, "m"), (s % 60, "s")]
+    return "".join(f"{n}{unit}" for n, unit in parts if n)
 
 
 def short_duration(seconds: float) -> str:

@@ -160,6 +160,7 @@ def join_token_create(
     """Issue a token for NODE to fetch POOL's config once; print the pointer Ignition config."""
     from datetime import UTC, datetime  # noqa: PLC0415
 
+    from mcd.cli.output import exact_duration  # noqa: PLC0415
     from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
     from mcd.server.tokens import TokenStore, issue  # noqa: PLC0415
 
@@ -174,7 +175,10 @@ def join_token_create(
         TokenStore(Kube(load_client(kubeconfig)), namespace).create(issued)
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot create the join token: {e}")
-    click.echo(f"join token {issued.token_id} for node {node}, pool {pool}, valid {ttl}", err=True)
+    valid = exact_duration(ttl.total_seconds())  # 1h, 1h30m: as --ttl takes it (mcd.cli.output)
+    click.echo(
+        f"join token {issued.token_id} for node {node}, pool {pool}, valid {valid}", err=True
+    )
     if token_only:
         click.echo(issued.token)
         return

@@ -17,7 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.cli import cli
-from mcd.cli.output import clean, columns, human_duration, selector_string, short_duration
+from mcd.cli.output import (
+    clean,
+    columns,
+    exact_duration,
+    human_duration,
+    selector_string,
+    short_duration,
+)
 from mcd.cluster.pools import POOLS
 from mcd.model.pool.history import HISTORY_ANNOTATION
 from tests.e2e.test_controller import _crds  # noqa: F401  # the pool CRD on a real cluster
@@ -173,3 +180,29 @@ def test_kubeconfig_as_kubectl_finds_it(tmp_path: Path, monkeypatch: pytest.Monk
     done = CliRunner().invoke(cli, ["history", "--pool", "p", "--context", "nope"])
     assert done.exit_code == 1
     assert "context was not found for specified context: nope" in done.stderr
+
+
+def test_exact_durations() -> None:
+    assert [exact_duration(s) for s in (3600, 5400, 3540, 90, 7 * 86400, 0)] == [
+        "1h", "1h30m", "59m", "1m30s", "7d", "0s"]  # fmt: skip
+
+
+def test_join_token_create_says_its_validity_as_its_ttl_is_written(
+    kube_cluster: TestCluster,
+) -> None:
+    ns = kube_cluster.namespace("tokens")
+    pool = kube_cluster.name("join")
+    kube_cluster.create(POOLS, {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": pool}, "spec": {"nodeSelector": {"matchLabels": {"none": "none"}}},
+    })  # fmt: skip
+    args = ["join-token", "create", "worker-9", "--pool", pool, "--ttl", "90m", "--token-only",
+            "--kubeconfig", str(kube_cluster.kubeconfig), "--namespace", ns]  # fmt: skip
+    done = CliRunner().invoke(cli, args, env={"KUBECONFIG": None})
+    assert done.exit_code == 0, done.output
+    (line,) = done.stderr.splitlines()
+    assert line.endswith(f"for node worker-9, pool {pool}, valid 1h30m")
+    for secret in kube_cluster.kube.request("GET", f"/api/v1/namespaces/{ns}/secrets")["items"]:
+        kube_cluster.kube.request(
+            "DELETE", f"/api/v1/namespaces/{ns}/secrets/{secret['metadata']['name']}"
+        )
