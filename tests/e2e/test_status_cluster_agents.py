@@ -12,7 +12,15 @@ writes the pod status a kubelet would).
 from __future__ import annotations
 
 import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -119,3 +127,58 @@ def test_a_node_whose_agent_pod_cannot_pull_its_image_is_not_done(
     agents = {a["node"]: a for a in doc["agents"]}
     assert (agents[pulling]["running"], agents[pulling]["reason"]) == (False, reason)
     assert agents[running]["running"] and agents[host]["running"]
+
+
+def test_status_cluster_watch_prints_again_on_every_change_until_interrupted(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """``status --cluster --watch`` is ``kubectl get -w``: the screen, then again each time
+    it changes, until Ctrl-C (exit 130)."""
+    cluster = kube_cluster
+    label = f"mcd-watch-{cluster.suffix}"
+    node = _node(cluster, "watch", label)
+    pool = cluster.name("watch")
+    cluster.create(POOLS, {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": pool},
+        "spec": {"nodeSelector": {"matchLabels": {label: ""}},
+                 "machineConfigSelector": {"matchLabels": {"none": "none"}}},
+    })  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": "", "NO_COLOR": "1"}
+    args = [sys.executable, "-m", "mcd", "status", "--cluster", "--watch", "--interval", "0.5",
+            "--kubeconfig", str(cluster.kubeconfig)]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=tmp_path)  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()], daemon=True).start()
+    seen: list[str] = []
+
+    def until(text: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in seen):
+            left = deadline - time.monotonic()
+            assert left > 0 and proc.poll() is None, (text, seen, proc.poll())
+            try:
+                seen.append(lines.get(timeout=min(left, 1.0)))
+            except queue.Empty:
+                continue
+
+    try:
+        until(f"node {node}: agent not running")
+        screens = sum(line.startswith("NAME ") and "AVAILABLE" in line for line in seen)
+        cluster.kube.request(
+            "PATCH", f"/api/v1/nodes/{node}", content_type="application/merge-patch+json",
+            body={"metadata": {"annotations": {Annotation.STATE: "Degraded",
+                                               Annotation.REASON: "watched"}}},
+        )  # fmt: skip
+        until(f"node {node}: Degraded: watched")
+        assert sum(line.startswith("NAME ") and "AVAILABLE" in line for line in seen) > screens
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert code == 130
