@@ -2,8 +2,14 @@
 # Install everything mcd needs on a fresh Debian machine: the apt packages it
 # uses, then a virtualenv (.venv) with mcd and its Python dependencies.
 # Safe to run again: it only installs what is missing.
+# Progress: one line per step on stderr (`setup: ...`), with the seconds since the start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+started=$SECONDS
+step() { printf 'setup: [%3ds] %s\n' "$((SECONDS - started))" "$*" >&2; }
+
+step "checking the Debian packages mcd and its tests use"
 
 apt_packages=()
 command -v make >/dev/null 2>&1 || apt_packages+=(make)
@@ -46,13 +52,18 @@ if ((${#apt_packages[@]} + ${#real_parts[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     apt=($sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
+    step "apt-get update"
     "${apt[@]}" update -qq
     if ((${#apt_packages[@]})); then
+        step "installing ${apt_packages[*]}"
         "${apt[@]}" install -y -qq "${apt_packages[@]}"
     fi
     if ((${#real_parts[@]})); then
+        step "installing the real parts the tests run: ${real_parts[*]}"
         "${apt[@]}" install -y -qq --no-install-recommends "${real_parts[@]}"
     fi
+else
+    step "every Debian package is already installed"
 fi
 
 python3 - <<'PY'
@@ -61,7 +72,14 @@ if sys.version_info < (3, 11):
     sys.exit(f"mcd needs Python 3.11 or newer, found {sys.version.split()[0]}")
 PY
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
+if [ -x .venv/bin/python ]; then
+    step "virtualenv .venv exists"
+else
+    step "creating the virtualenv .venv"
+    python3 -m venv .venv
+fi
+step "installing mcd and its Python dependencies into .venv (pip; the longest step)"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 \
     | grep -v '^WARNING: Location' || true
 .venv/bin/mcd --version >/dev/null
+step "done: $(.venv/bin/mcd --version)"
