@@ -16,6 +16,7 @@ from mcd.agent.daemon import Agent, Options
 from mcd.cli import fleet, pools
 from mcd.cli.common import (
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     connect,
     fail,
     kube_options,
@@ -164,7 +165,7 @@ def status_command(
         try:
             fleet.cluster_status(kube, prometheus, watch=watch, interval=interval)
         except KeyboardInterrupt:
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         return
     if not (wait or watch):
         try:
@@ -179,7 +180,7 @@ def status_command(
             _follow(kube, name, namespace, event_count, as_json, wait, timeout, watch, interval)
         )
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _show(

@@ -3,16 +3,7 @@
 The command line is the only layer that turns errors into exit codes. A problem prints one
 line on stderr that names its source (file, URL, field, server), never a traceback.
 
-Exit codes, the same for every command (README "Exit codes"):
-
-====  ==============================================================================
-0     done: the change is reconcilable, the node matches, the config applied
-1     error: bad or missing input, an unreachable server, a failed (rolled back) update
-2     not reconcilable, or not matching (``validate``, ``diff --exit-code``,
-      ``status --wait`` on a Degraded node)
-64    usage: an unknown option, a missing argument (sysexits' EX_USAGE)
-77    ``pivot --unchanged-exit-77``: already on the image (upstream's code)
-====  ==============================================================================
+The exit codes, the same for every command: :data:`mcd.cli.exits.TABLE`.
 """
 
 from __future__ import annotations
@@ -29,6 +20,7 @@ import click
 from mcd.cli.exits import (  # re-exported: the commands import them from here
     EXIT_BAD_INPUT,
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_MISMATCH,
     EXIT_OK,
     EXIT_UNRECONCILABLE,
@@ -44,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_MISMATCH",
     "EXIT_OK",
     "EXIT_UNRECONCILABLE",

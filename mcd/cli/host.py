@@ -31,6 +31,7 @@ from mcd.cli.common import (
     say,
     writing_root,
 )
+from mcd.cli.exits import EXIT_UNCHANGED
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
@@ -100,9 +101,6 @@ def once_from_command(
         say(line)
     if try_for is not None and result.current == result.config:
         say(f"trying {printable(result.config)}: reverts in {try_for[0]} unless `mcd confirm`")
-
-
-EXIT_UNCHANGED = 77
 
 
 @click.command("pivot")

@@ -335,3 +335,13 @@ def test_a_deleted_or_replaced_mask_is_found_and_restored(tmp_path: Path) -> Non
         )
         assert os.readlink(link) == "/dev/null"
         assert CliRunner().invoke(cli, ["validate", config, "--root", str(root)]).exit_code == 0
+
+
+def test_the_readme_table_is_the_exit_code_table() -> None:
+    from mcd.cli.exits import TABLE  # noqa: PLC0415
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Output and exit codes", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    shown = {int(r.split("|")[1]): r.split("|", 2)[2].rsplit("|", 1)[0].strip() for r in rows[1:]}
+    assert shown == TABLE
