@@ -26,7 +26,7 @@ from mcd.cli.common import (
     verbosity,
     warn,
 )
-from mcd.cli.output import emit, output_format, output_option
+from mcd.cli.output import clean, emit, output_format, output_option
 from mcd.cluster.api import ApiError, Kube
 from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
@@ -234,7 +234,7 @@ def _follow(
                     _show(report, as_json, watch=False)
                 return code
             configs = f"{report.current or '-'} -> {report.desired or '-'}"
-            line = f"waiting for node {name}: {report.state} ({configs})"
+            line = clean(f"waiting for node {name}: {report.state} ({configs})")
             if wait and not watch and line != progress and not quiet():
                 click.echo(line, err=True)
                 progress = line

@@ -65,7 +65,8 @@ def _history_table(pool: dict[str, object], wide: bool) -> str:
     lines = columns(table)
     if not rows:
         lines.append("(no revisions recorded yet)")
-    annotations = (pool.get("metadata") or {}).get("annotations") or {}  # type: ignore[union-attr]
+    meta = pool.get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
     pin = parse_pin(annotations.get(ROLLBACK_ANNOTATION))
     if pin is not None and pin.config == target:
         lines.append(
