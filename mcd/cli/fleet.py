@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -75,6 +76,8 @@ def render(report: FleetReport, now: datetime, wide: bool = False) -> str:
         lines += columns([head, *body])
         for r in report.pools:
             lines += [f"  {clean(r.name)}: {clean(note)}" for note in r.notes]
+        if report.agents_unknown:
+            lines.append(f"  whether the agents run is unknown: {clean(report.agents_unknown)}")
         lines.append("")
     if wide and report.agents:
         lines += columns(
@@ -135,15 +138,15 @@ def read_cluster(kube: Kube) -> tuple[list[Obj], list[Obj]]:
     return list(pools), list(nodes)
 
 
-def read_agents(kube: Kube, nodes: Sequence[Obj], now: datetime) -> list[NodeAgent] | None:
+def read_agents(kube: Kube, nodes: Sequence[Obj], now: datetime) -> list[NodeAgent] | str:
     """Whether each Node's agent runs, from the DaemonSet's pods (its label, every namespace)
-    and the agents' node Leases; None when they cannot be read (the caller's account may not
+    and the agents' node Leases; or why they cannot be read (the caller's account may not
     list pods or Leases)."""
     try:
         pods = kube.request("GET", PODS, {"labelSelector": AGENT_SELECTOR}).get("items") or []
         leases = kube.request("GET", LEASES).get("items") or []
-    except ApiError:
-        return None
+    except ApiError as e:
+        return str(e)
     return [agent_of(str((n.get("metadata") or {}).get("name") or ""), pods, leases, now)
             for n in nodes]  # fmt: skip
 
@@ -175,7 +178,12 @@ def cluster_status(
             except ValueError as e:
                 fail(f"--prometheus: {e}")
         when = now or datetime.now(UTC)
-        report = fleet_report(pools, nodes, when, firing, read_agents(kube, nodes, when))
+        agents = read_agents(kube, nodes, when)
+        report = fleet_report(
+            pools, nodes, when, firing, None if isinstance(agents, str) else agents
+        )
+        if isinstance(agents, str):
+            report = replace(report, agents_unknown=agents)
         seen = json.dumps(report.to_json(), sort_keys=True)
         if seen != shown:
             if shown and output_format() not in ("json", "yaml"):

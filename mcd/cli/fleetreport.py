@@ -125,6 +125,8 @@ class FleetReport:
     next_step: str
     agents: tuple[NodeAgent, ...] | None = None
     """Every pool member's agent; None when the pods and Leases could not be read."""
+    agents_unknown: str = ""
+    """Why the agents could not be judged (the API server's answer), or ''."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

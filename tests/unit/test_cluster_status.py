@@ -195,3 +195,34 @@ def test_a_pool_its_rollout_policy_halted_says_what_resumes_it() -> None:
         "kubectl annotate mcp worker mcd-project.github.io/rollout-halted-;"
     )
     assert f"worker: RolloutHalted: {message}" in render(report, NOW)
+
+
+def test_a_node_without_its_agent_is_not_done_whatever_its_annotations_say() -> None:
+    from mcd.cli.agents import agent_of  # noqa: PLC0415
+
+    nodes = [node("a", "r2", "r2"), node("b", "r2", "r2"), node("c", "r2", "r2")]
+    crash = {"metadata": {"name": "mcd-x", "namespace": "mcd"}, "spec": {"nodeName": "a"},
+             "status": {"phase": "Running", "containerStatuses": [{"name": "mcd", "state": {
+                 "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}}}]}}  # fmt: skip
+    stale = (NOW - timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    leases = [
+        {"metadata": {"name": "b", "namespace": "default"},
+         "spec": {"holderIdentity": "host_0123abcd@m1", "leaseDurationSeconds": 600,
+                  "renewTime": stale}},
+        {"metadata": {"name": "c", "namespace": "kube-node-lease"},  # the kubelet's: not ours
+         "spec": {"holderIdentity": "c", "leaseDurationSeconds": 40, "renewTime": STAMP}},
+    ]  # fmt: skip
+    agents = [agent_of(n["metadata"]["name"], [crash], leases, NOW) for n in nodes]
+    assert [(a.running, a.reason) for a in agents] == [
+        (False, "CrashLoopBackOff: back-off 5m0s"),
+        (False, "no agent pod; Lease default/b not renewed for 20m"),
+        (False, "no agent pod (app.kubernetes.io/name=mcd) and no agent Lease"),
+    ]
+    report = fleet_report([pool(nodes)], nodes, NOW, agents=agents)
+    assert report.message.endswith("; agent not running on a, b, c")
+    assert {a.subject for a in report.alerts} == {"node=a", "node=b", "node=c"}
+    assert report.next_step.startswith("kubectl -n mcd describe pod mcd-x   (the agent on a")
+    text = render(report, NOW)
+    assert "ALERTS: none would fire" not in text
+    assert "  worker: node a: agent not running: CrashLoopBackOff: back-off 5m0s" in text
+    assert render(report, NOW, wide=True).splitlines()[4].split()[-1] == "0/3"
