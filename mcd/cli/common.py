@@ -340,8 +340,8 @@ def output_format() -> str:
 
 
 def plan_flags(fn: Callable[P, R]) -> Callable[P, R]:
-    """``--force``, ``--legacy`` and ``-o json|yaml`` of ``plan``."""
-    fn = output_option(("json", "yaml"))(fn)
+    """``--force``, ``--legacy`` and ``-o json|yaml|wide`` of ``plan`` (wide: the same text)."""
+    fn = output_option()(fn)
     fn = click.option("--legacy", is_flag=True, help="Use the firstboot/once-from action table.")(
         fn
     )
