@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mcd.cli.common import EXIT_OK, fail, output_options, say
+from mcd.cli.common import EXIT_OK, fail, output_options, say, warn
 
 if TYPE_CHECKING:
     from mcd.cluster.api import Kube
@@ -87,7 +87,7 @@ def rollback_command(pool: str, to_revision: int | None, kubeconfig: str | None)
 def prune_command(grace: str, apply: bool, kubeconfig: str | None) -> None:
     """List (or, with --apply, delete) the rendered configs no node, pool or revision uses."""
     from mcd.cluster.api import ApiError  # noqa: PLC0415
-    from mcd.controller.history import prune  # noqa: PLC0415
+    from mcd.controller.history import guard_line, prune  # noqa: PLC0415
     from mcd.model.pool.windows import WindowError, parse_duration  # noqa: PLC0415
 
     try:
@@ -95,13 +95,17 @@ def prune_command(grace: str, apply: bool, kubeconfig: str | None) -> None:
     except WindowError as e:
         fail(f"--grace: {str(e).split('duration: ', 1)[-1]}")
     try:
-        gone, kept = prune(_kube(kubeconfig), datetime.now(UTC), span, apply)
+        done = prune(_kube(kubeconfig), datetime.now(UTC), span, apply)
     except ApiError as e:
         fail(f"cannot prune: {e}")
+    for pool, problem in sorted(done.guarded.items()):
+        warn(guard_line(pool, problem))
     verb = "deleted" if apply else "would delete (dry run; --apply deletes)"
-    for name in gone:
+    for name in done.gone:
         say(f"{verb}: {name}")
     state = "deleted" if apply else "unused"
     why = "used by a node, a pool or a revision, or younger than the grace period"
-    say(f"{len(gone)} rendered configs {state}; {kept} kept ({why})")
+    if done.guarded:
+        why += ", or of a pool whose history cannot be read"
+    say(f"{len(done.gone)} rendered configs {state}; {done.kept} kept ({why})")
     sys.exit(EXIT_OK)
