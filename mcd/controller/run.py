@@ -1,8 +1,13 @@
 """``mcd controller``: leader election, informers, and the sync loop.
 
-A replica first takes the Lease (``mcd-controller`` in its namespace); until it holds it
+A replica first takes the Lease (``mcd-controller`` in the install namespace: ``--namespace``,
+else the pod's, else ``mcd``, as the Deployment; its Events go there too); until it holds it
 it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
-one request per retry). The leader lists and watches Nodes, MachineConfigPools and
+one request per retry). Of the pools, it paces only those that record its Lease (or that
+it records it on): :mod:`mcd.controller.pacer`. It does not run while upstream's
+machine-config-controller does (checked at start, before it takes the Lease, and every
+:data:`UPSTREAM_EVERY` seconds while it leads): one line, exit code
+:data:`EXIT_UPSTREAM_RUNS`. The leader lists and watches Nodes, MachineConfigPools and
 MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
 :mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
 coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
@@ -32,13 +37,15 @@ from mcd import __version__
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.drain.forecast import DrainForecast
+from mcd.cluster.events import SERVICE_ACCOUNT_NAMESPACE
 from mcd.cluster.informer import Informer
-from mcd.cluster.lease import LeaseLock
+from mcd.cluster.lease import LeaseLock, upstream_controller
 from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
+from mcd.controller.pacer import Pacer
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
@@ -51,6 +58,13 @@ from mcd.model.pool.pools import NodeView, name_of
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "mcd-controller"
+INSTALL_NAMESPACE = "mcd"
+"""Where the Lease is when neither ``--namespace`` nor a pod says (the Deployment's)."""
+EXIT_UPSTREAM_RUNS = 78
+"""Upstream's machine-config-controller runs (or cannot be told not to): sysexits'
+``EX_CONFIG``, a cluster set up for two controllers."""
+UPSTREAM_EVERY = 30.0
+"""Seconds between two looks for upstream's controller while leading."""
 SETTLE_PER_PASS = 20.0
 MAX_SETTLE = 0.5
 """Changes are coalesced for up to 20x the last pass's time (at most 0.5 s): a 5,000-node pass
@@ -65,6 +79,20 @@ DRAINS_EVERY = 1.0
 """A pass after nothing but Node changes starts the drains asked for at most this often (each
 look is a walk over every Node: at 5,000 nodes, passes come several times a second)."""
 LOOPBACK = ("127.", "localhost", "::1")
+
+
+def install_namespace(given: str = "") -> str:
+    """Where the Lease and the Events are: ``--namespace``, else ``$POD_NAMESPACE``, else the
+    service account's namespace (in a pod), else :data:`INSTALL_NAMESPACE` (never
+    ``default``: a controller started from a laptop must find the Deployment's Lease)."""
+    if given or os.environ.get("POD_NAMESPACE"):
+        return given or os.environ["POD_NAMESPACE"]
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+            found = f.read(256).strip()
+    except OSError:
+        found = ""
+    return found or INSTALL_NAMESPACE
 
 
 def _guarded(options: ControllerOptions) -> bool:
@@ -94,12 +122,15 @@ class ControllerOptions:
     prune_grace: float = 86_400.0
     """Seconds an unused rendered config is kept (0: never pruned)."""
     prune_every: float = PRUNE_EVERY
+    take_over_from: tuple[str, ...] = ()
+    """Leases (``NAMESPACE/NAME``) whose pools this controller takes once they are not held
+    (:mod:`mcd.controller.pacer`)."""
 
 
 class Controller:
     def __init__(self, options: ControllerOptions) -> None:
         self.options = options
-        self.namespace = options.namespace or os.environ.get("POD_NAMESPACE") or "default"
+        self.namespace = install_namespace(options.namespace)
         identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         api = load_client(options.kubeconfig)
         api.user_agent = f"{USER_AGENT} ({identity})"  # which replica asked, in audit logs
@@ -108,9 +139,14 @@ class Controller:
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
         )
+        self.lease.before_take = self._may_lead
+        self.upstream_runs = ""
+        """Why upstream's controller is taken to run ("" when it is not)."""
+        self.upstream_unknown = False
         self.metrics = ControllerMetrics()
         self.pool_alert = PoolAlertMetric(self.metrics.registry)
         self.writer = PoolWriter(self.kube)
+        self.writer.event_namespace = self.namespace  # beside the Lease, where the runbook looks
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.dirty = DirtyPools(every=min(options.resync, options.retry))
@@ -140,9 +176,14 @@ class Controller:
             observe_alerts=self.pool_alert.update,
             pod_restarts=PodRestarts(self.kube).of,
         )
+        self.drains.writer.event_namespace = self.namespace
+        self.pacer = Pacer(self.kube, self.writer, f"{self.namespace}/{LEASE_NAME}",
+                           options.take_over_from, observe_pool=self.pools.observe)  # fmt: skip
         self.pruner = AutoPrune(
-            self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every
-        )
+            self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every,
+            mine=self.pacer.mine,
+        )  # fmt: skip
+        self.upstream_at = float("-inf")
         self.leading = False
         self.last_tick = time.monotonic()
         self.server = StatusServer(
@@ -206,6 +247,9 @@ class Controller:
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
+        self._upstream()
+        if self.upstream_runs:
+            return self._beside_upstream()
         self.server.start()
         log.info(
             "mcd controller %s starting; waiting for lease %s/%s as %s",
@@ -219,6 +263,8 @@ class Controller:
                 self.last_tick = time.monotonic()
                 if self._try_lease():
                     return self._lead()
+                if self.upstream_runs:
+                    return self._beside_upstream()
                 self.stop.wait(self.options.retry)
             return 0
         finally:
@@ -245,6 +291,11 @@ class Controller:
         next_window: datetime | None = None
         while not self.stop.is_set():
             self.last_tick = time.monotonic()
+            if time.monotonic() - self.upstream_at >= UPSTREAM_EVERY:
+                self._upstream()
+                if self.upstream_runs:
+                    self._release()
+                    return self._beside_upstream()
             if time.monotonic() - renewed >= self.options.retry:
                 if self._try_lease():
                     renewed = time.monotonic()
@@ -285,8 +336,9 @@ class Controller:
         taken = time.monotonic()
         changes = self.dirty.take(taken)  # before the caches are read
         previous, self._membership = self._membership, None  # kept only by a pass that ends
+        pools, paced, claimed = self.pacer.sort(self.pools.items())  # before any write
         snap = Snapshot(
-            pools=self.pools.items(),
+            pools=pools,
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
             taken=taken,
@@ -294,9 +346,15 @@ class Controller:
             previous=previous if changes.nodes_only else None,
         )
         if not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY:
-            self.drains.sync(snap.nodes, drain_policies(snap))
+            policies = drain_policies(snap)
+            nodes = snap.nodes
+            if self.pacer.refused:  # only the drains of the pools this controller paces
+                nodes = [n for n in nodes if name_of(n) in policies
+                         and policies[name_of(n)].pool in paced]  # fmt: skip
+            self.drains.sync(nodes, policies)
             self._drains_at = taken
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
+        only = frozenset(paced if only is None else (set(only) & paced) | claimed)
         reports = self.syncer.sync_all(snap, only)
         self._membership = snap.membership
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)
@@ -321,6 +379,41 @@ class Controller:
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
+
+    def _upstream(self) -> None:
+        """Look for upstream's machine-config-controller (:func:`upstream_controller`); when
+        it runs, or cannot be looked for (no right to), :attr:`upstream_runs` says why."""
+        self.upstream_at = time.monotonic()
+        try:
+            self.upstream_runs = upstream_controller(self.kube)
+        except ApiError as e:
+            if e.status in (401, 403):
+                self.upstream_runs = (
+                    f"cannot tell whether it runs: {e} (the controller's ClusterRole, "
+                    "daemonset/05-controller-rbac.yaml, lets it get both by name)"
+                )
+            else:  # the next look decides; the Lease is not taken meanwhile
+                log.warning("Could not look for upstream's machine-config-controller: %s", e)
+                self.upstream_unknown = True
+                return
+        self.upstream_unknown = False
+
+    def _may_lead(self) -> str:
+        """Asked before the Lease is taken: look again for upstream's controller."""
+        self._upstream()
+        if self.upstream_runs:
+            return self.upstream_runs
+        return "upstream's controller could not be looked for" if self.upstream_unknown else ""
+
+    def _beside_upstream(self) -> int:
+        log.error(
+            "Upstream's machine-config-controller runs on this cluster (%s): mcd's controller "
+            "does not run beside it (both would write desiredConfig and pool status); "
+            "exiting with code %d",
+            self.upstream_runs,
+            EXIT_UPSTREAM_RUNS,
+        )
+        return EXIT_UPSTREAM_RUNS
 
     def _release(self) -> int:
         self.syncer.stop()
