@@ -6,17 +6,17 @@ it only asks for the Lease every ``retry`` seconds and starts no watch (a standb
 one request per retry). Of the pools, it paces only those that record its Lease (or that
 it records it on): :mod:`mcd.controller.pacer`. It does not run while upstream's
 machine-config-controller does (checked at start, before it takes the Lease, and every
-:data:`UPSTREAM_EVERY` seconds while it leads): one line, exit code
-:data:`EXIT_UPSTREAM_RUNS`. The leader lists and watches Nodes, MachineConfigPools and
-MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
-:mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
-coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
-second, so a big fleet's stream of Node changes costs a bounded share of a core; once a node
-that was updating is Done, its slot free, at most 0.1 s or 4 times the CPU the last pass took),
-at the latest every ``resync`` seconds, and when a maintenance window opens. A pass hands its
-Node writes to writer threads and does not wait for them. It
-renews the Lease between passes; a leader that finds another holder, or cannot renew within
-two thirds of the Lease duration, stops with exit code 1 (as client-go's
+30 seconds while it leads): one line, exit code 78 (:mod:`mcd.controller.election`).
+
+The leader lists and watches Nodes, MachineConfigPools and MachineConfigs, and runs a pass over
+all pools (and starts the drains the agents asked for: :mod:`mcd.controller.drain`) whenever
+one of them changes (changes arriving together are coalesced: for ``settle`` seconds, or 20
+times as long as the last pass took, at most half a second, so a big fleet's stream of Node
+changes costs a bounded share of a core; once a node that was updating is Done, its slot free,
+at most 0.1 s or 4 times the CPU the last pass took), at the latest every ``resync`` seconds,
+and when a maintenance window opens. A pass hands its Node writes to writer threads and does
+not wait for them. It renews the Lease between passes; a leader that finds another holder, or
+cannot renew within two thirds of the Lease duration, stops with exit code 1 (as client-go's
 ``OnStoppedLeading``), so two replicas never act at once. SIGTERM releases the Lease.
 """
 
@@ -37,13 +37,13 @@ from mcd import __version__
 from mcd.cluster.api import ApiError, Kube, Obj, load_client
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.drain.forecast import DrainForecast
-from mcd.cluster.events import SERVICE_ACCOUNT_NAMESPACE
 from mcd.cluster.informer import Informer
-from mcd.cluster.lease import LeaseLock, upstream_controller
+from mcd.cluster.lease import LeaseLock
 from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
+from mcd.controller.election import UpstreamGuard, install_namespace
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.pacer import Pacer
 from mcd.controller.poolalert import PoolAlertMetric
@@ -58,13 +58,6 @@ from mcd.model.pool.pools import NodeView, name_of
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "mcd-controller"
-INSTALL_NAMESPACE = "mcd"
-"""Where the Lease is when neither ``--namespace`` nor a pod says (the Deployment's)."""
-EXIT_UPSTREAM_RUNS = 78
-"""Upstream's machine-config-controller runs (or cannot be told not to): sysexits'
-``EX_CONFIG``, a cluster set up for two controllers."""
-UPSTREAM_EVERY = 30.0
-"""Seconds between two looks for upstream's controller while leading."""
 SETTLE_PER_PASS = 20.0
 MAX_SETTLE = 0.5
 """Changes are coalesced for up to 20x the last pass's time (at most 0.5 s): a 5,000-node pass
@@ -79,20 +72,6 @@ DRAINS_EVERY = 1.0
 """A pass after nothing but Node changes starts the drains asked for at most this often (each
 look is a walk over every Node: at 5,000 nodes, passes come several times a second)."""
 LOOPBACK = ("127.", "localhost", "::1")
-
-
-def install_namespace(given: str = "") -> str:
-    """Where the Lease and the Events are: ``--namespace``, else ``$POD_NAMESPACE``, else the
-    service account's namespace (in a pod), else :data:`INSTALL_NAMESPACE` (never
-    ``default``: a controller started from a laptop must find the Deployment's Lease)."""
-    if given or os.environ.get("POD_NAMESPACE"):
-        return given or os.environ["POD_NAMESPACE"]
-    try:
-        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
-            found = f.read(256).strip()
-    except OSError:
-        found = ""
-    return found or INSTALL_NAMESPACE
 
 
 def _guarded(options: ControllerOptions) -> bool:
@@ -139,10 +118,8 @@ class Controller:
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
         )
-        self.lease.before_take = self._may_lead
-        self.upstream_runs = ""
-        """Why upstream's controller is taken to run ("" when it is not)."""
-        self.upstream_unknown = False
+        self.upstream = UpstreamGuard(self.kube)
+        self.lease.before_take = self.upstream.may_lead
         self.metrics = ControllerMetrics()
         self.pool_alert = PoolAlertMetric(self.metrics.registry)
         self.writer = PoolWriter(self.kube)
@@ -183,7 +160,6 @@ class Controller:
             self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every,
             mine=self.pacer.mine,
         )  # fmt: skip
-        self.upstream_at = float("-inf")
         self.leading = False
         self.last_tick = time.monotonic()
         self.server = StatusServer(
@@ -247,9 +223,8 @@ class Controller:
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
-        self._upstream()
-        if self.upstream_runs:
-            return self._beside_upstream()
+        if self.upstream.look():
+            return self.upstream.stopping()
         self.server.start()
         log.info(
             "mcd controller %s starting; waiting for lease %s/%s as %s",
@@ -263,8 +238,8 @@ class Controller:
                 self.last_tick = time.monotonic()
                 if self._try_lease():
                     return self._lead()
-                if self.upstream_runs:
-                    return self._beside_upstream()
+                if self.upstream.runs:
+                    return self.upstream.stopping()
                 self.stop.wait(self.options.retry)
             return 0
         finally:
@@ -291,11 +266,9 @@ class Controller:
         next_window: datetime | None = None
         while not self.stop.is_set():
             self.last_tick = time.monotonic()
-            if time.monotonic() - self.upstream_at >= UPSTREAM_EVERY:
-                self._upstream()
-                if self.upstream_runs:
-                    self._release()
-                    return self._beside_upstream()
+            if self.upstream.due() and self.upstream.look():
+                self._release()
+                return self.upstream.stopping()
             if time.monotonic() - renewed >= self.options.retry:
                 if self._try_lease():
                     renewed = time.monotonic()
@@ -379,41 +352,6 @@ class Controller:
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
-
-    def _upstream(self) -> None:
-        """Look for upstream's machine-config-controller (:func:`upstream_controller`); when
-        it runs, or cannot be looked for (no right to), :attr:`upstream_runs` says why."""
-        self.upstream_at = time.monotonic()
-        try:
-            self.upstream_runs = upstream_controller(self.kube)
-        except ApiError as e:
-            if e.status in (401, 403):
-                self.upstream_runs = (
-                    f"cannot tell whether it runs: {e} (the controller's ClusterRole, "
-                    "daemonset/05-controller-rbac.yaml, lets it get both by name)"
-                )
-            else:  # the next look decides; the Lease is not taken meanwhile
-                log.warning("Could not look for upstream's machine-config-controller: %s", e)
-                self.upstream_unknown = True
-                return
-        self.upstream_unknown = False
-
-    def _may_lead(self) -> str:
-        """Asked before the Lease is taken: look again for upstream's controller."""
-        self._upstream()
-        if self.upstream_runs:
-            return self.upstream_runs
-        return "upstream's controller could not be looked for" if self.upstream_unknown else ""
-
-    def _beside_upstream(self) -> int:
-        log.error(
-            "Upstream's machine-config-controller runs on this cluster (%s): mcd's controller "
-            "does not run beside it (both would write desiredConfig and pool status); "
-            "exiting with code %d",
-            self.upstream_runs,
-            EXIT_UPSTREAM_RUNS,
-        )
-        return EXIT_UPSTREAM_RUNS
 
     def _release(self) -> int:
         self.syncer.stop()

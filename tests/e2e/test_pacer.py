@@ -152,8 +152,8 @@ def test_two_controllers_with_different_leases_pace_a_pool_once(
 
 def _upstream_lease(cluster: TestCluster, holder: str) -> None:
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": "machine-config-controller", "namespace": UPSTREAM_NS},
+    meta: dict[str, str] = {"name": "machine-config-controller", "namespace": UPSTREAM_NS}
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": 137,
                      "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}  # fmt: skip
     path = f"/apis/coordination.k8s.io/v1/namespaces/{UPSTREAM_NS}/leases"
@@ -162,7 +162,7 @@ def _upstream_lease(cluster: TestCluster, holder: str) -> None:
     except ApiError:
         cluster.create(path, body)
         return
-    body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+    meta["resourceVersion"] = old["metadata"]["resourceVersion"]
     cluster.kube.request("PUT", f"{path}/machine-config-controller", body=body)
 
 
