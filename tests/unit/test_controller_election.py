@@ -79,24 +79,24 @@ def test_upstreams_controller_runs_while_its_deployment_is_scaled_up_or_its_leas
     None
 ):
     none = Kube()
-    assert upstream_controller(none, NOW) == ""  # plain Kubernetes: neither exists
+    assert upstream_controller(none, NOW) == ""  # type: ignore[arg-type]  # neither exists
     scaled = Kube({DEPLOYMENT: {"spec": {}}})  # replicas defaults to 1
     assert (
-        upstream_controller(scaled, NOW)
+        upstream_controller(scaled, NOW)  # type: ignore[arg-type]
         == "its Deployment openshift-machine-config-operator/machine-config-controller has "
         "1 replica(s)"
     )
-    assert upstream_controller(Kube({DEPLOYMENT: {"spec": {"replicas": 0}}}), NOW) == ""
+    assert upstream_controller(Kube({DEPLOYMENT: {"spec": {"replicas": 0}}}), NOW) == ""  # type: ignore[arg-type]
     fresh = Kube({UPSTREAM_LEASE: lease("mcc_1", NOW - timedelta(seconds=100))})
-    assert upstream_controller(fresh, NOW).startswith(
+    assert upstream_controller(fresh, NOW).startswith(  # type: ignore[arg-type]
         "its Lease openshift-machine-config-operator/machine-config-controller is held by mcc_1"
     )
     stale = Kube({UPSTREAM_LEASE: lease("mcc_1", NOW - timedelta(seconds=300))})
-    assert upstream_controller(stale, NOW) == ""  # crashed long ago (2 x 137 s)
+    assert upstream_controller(stale, NOW) == ""  # type: ignore[arg-type]  # crashed long ago
     released = Kube({UPSTREAM_LEASE: lease("", NOW)})
-    assert upstream_controller(released, NOW) == ""
+    assert upstream_controller(released, NOW) == ""  # type: ignore[arg-type]
     with pytest.raises(ApiError):
-        upstream_controller(Kube({DEPLOYMENT: 403}), NOW)
+        upstream_controller(Kube({DEPLOYMENT: 403}), NOW)  # type: ignore[arg-type]
 
 
 def test_a_lease_is_not_taken_while_upstream_runs_or_cannot_be_looked_for(
