@@ -216,3 +216,16 @@ def test_a_take_over_waits_until_the_other_lease_is_not_held() -> None:
     forbidden = Pacer(Kube({OTHER: 403}), Writer(), "mcd/mcd-controller",  # type: ignore[arg-type]
                       ["default/mcd-controller"])  # fmt: skip
     assert forbidden.sort(recorded)[1] == set(), "never on a guess"
+
+
+def test_a_take_over_names_a_lease_as_namespace_slash_name(tmp_path: Path) -> None:
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from mcd.cli.pools import controller_command  # noqa: PLC0415
+
+    missing = str(tmp_path / "kubeconfig")
+    for value in ("mcd-controller", "a/b/c", "/mcd-controller"):
+        done = CliRunner().invoke(controller_command,
+                                  ["--take-over-from", value, "--kubeconfig", missing])  # fmt: skip
+        assert done.exit_code == 64
+        assert f"--take-over-from: {value!r} is not NAMESPACE/NAME" in done.output
