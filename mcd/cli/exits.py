@@ -18,6 +18,7 @@ EXIT_ERROR = 1
 EXIT_MISMATCH = 2
 EXIT_USAGE = 64
 EXIT_UNCHANGED = 77
+EXIT_UPSTREAM_RUNS = 78
 EXIT_INTERRUPTED = 130
 EXIT_AUXILIARY = 255
 EXIT_BAD_INPUT = EXIT_ERROR
@@ -35,6 +36,8 @@ TABLE: dict[int, str] = {
     "kind (not a duration, a number or one of the choices), in every command "
     "(sysexits' `EX_USAGE`; click's own 2 would read as \"not reconcilable\")",
     EXIT_UNCHANGED: "`pivot --unchanged-exit-77`: already on the image",
+    EXIT_UPSTREAM_RUNS: "`controller`: upstream's machine-config-controller runs on the cluster, "
+    "or cannot be looked for (sysexits' `EX_CONFIG`)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C) during `status --watch` or `status --wait`, as a "
     "shell reports SIGINT",
     EXIT_AUXILIARY: "`start`: the kubelet was re-bootstrapped after an x509 error with its "

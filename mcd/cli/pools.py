@@ -11,6 +11,7 @@ import click
 from mcd.cli import configs
 from mcd.cli.common import (
     EXIT_OK,
+    EXIT_USAGE,
     config_file,
     connect,
     fail,
@@ -60,7 +61,16 @@ if TYPE_CHECKING:
 @click.option(
     "--namespace",
     envvar="POD_NAMESPACE",
-    help="Where the Lease is (default: $POD_NAMESPACE).",
+    help="Where the Lease mcd-controller and the controller's Events are (default: "
+    "$POD_NAMESPACE, in a pod its namespace, else mcd: the Deployment's).",
+)
+@click.option(
+    "--take-over-from",
+    "take_over_from",
+    multiple=True,
+    metavar="NAMESPACE/NAME",
+    help="Take the pools another controller's Lease paces once that Lease is no longer held "
+    "(a pool is paced by one controller only: mcd-project.github.io/pacer).",
 )
 @click.option(
     "--lease-duration",
@@ -98,6 +108,7 @@ def controller_command(
     metrics_cert: str | None,
     metrics_key: str | None,
     namespace: str | None,
+    take_over_from: tuple[str, ...],
     lease_duration: int,
     resync: float,
     prune_grace: str,
@@ -112,6 +123,10 @@ def controller_command(
     if bool(metrics_cert) != bool(metrics_key):
         fail("--metrics-cert and --metrics-key go together")
     grace = _grace(prune_grace)
+    for lease in take_over_from:
+        if lease.count("/") != 1 or not all(lease.split("/")):
+            fail(f"--take-over-from: {lease!r} is not NAMESPACE/NAME (e.g. default/mcd-controller)",
+                 EXIT_USAGE)  # fmt: skip
     options = ControllerOptions(
         kubeconfig=kubeconfig,
         metrics_url=metrics_url,
@@ -123,6 +138,7 @@ def controller_command(
         resync=resync,
         prune_grace=grace,
         prune_every=max(1.0, prune_interval),
+        take_over_from=take_over_from,
     )
     try:
         controller = Controller(options)

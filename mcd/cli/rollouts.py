@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mcd.cli.common import EXIT_OK, connect, fail, kube_options, output_options, say
+from mcd.cli.common import EXIT_OK, connect, fail, kube_options, output_options, say, warn
 from mcd.cli.output import clean, columns, emit, human_duration, output_option
 
 if TYPE_CHECKING:
@@ -129,20 +129,23 @@ def _grace(ctx: click.Context, param: click.Parameter, value: str) -> float:
 def prune_command(grace: float, apply: bool, kubeconfig: str | None) -> None:
     """List (or, with --apply, delete) the rendered configs no node, pool or revision uses."""
     from mcd.cluster.api import ApiError  # noqa: PLC0415
-    from mcd.controller.history import prune  # noqa: PLC0415
+    from mcd.controller.history import guard_line, prune  # noqa: PLC0415
 
     kube = _kube(kubeconfig)
-    if grace == 0:
-        gone: list[str] = []
-        kept = -1
-    else:
+    gone: list[str] = []
+    kept = 0
+    guarded: dict[str, str] = {}
+    if grace != 0:
         try:
-            gone, kept = prune(kube, datetime.now(UTC), timedelta(seconds=grace), apply)
+            done = prune(kube, datetime.now(UTC), timedelta(seconds=grace), apply)
         except ApiError as e:
             fail(f"cannot prune: {e}")
+        gone, kept, guarded = done.gone, done.kept, done.guarded
+    for pool, problem in sorted(guarded.items()):
+        warn(clean(guard_line(pool, problem)))
     state = "deleted" if apply else "unused"
     doc = {"apply": apply, "grace": human_duration(grace) if grace else "never",
-           state: gone, "kept": max(kept, 0)}  # fmt: skip
+           state: gone, "kept": kept, "guarded": guarded}  # fmt: skip
 
     def table(wide: bool) -> str:
         if grace == 0:
@@ -150,6 +153,8 @@ def prune_command(grace: float, apply: bool, kubeconfig: str | None) -> None:
         verb = "deleted" if apply else "would delete (dry run; --apply deletes)"
         lines = [f"{verb}: {clean(name)}" for name in gone]
         why = "used by a node, a pool or a revision, or younger than the grace period"
+        if guarded:
+            why += ", or of a pool whose history cannot be read"
         lines.append(f"{len(gone)} rendered configs {state}; {kept} kept ({why})")
         return "\n".join(lines) + "\n"
 

@@ -73,6 +73,10 @@ class LeaseLock:
         self.duration = duration
         self.holder = ""
         self.observation = Observation()
+        self.before_take: Callable[[], str] = lambda: ""
+        """Asked just before this identity takes the Lease (not before a renewal): a reason
+        not to ("" to go on), kept in :attr:`refused`."""
+        self.refused = ""
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt: True when this identity holds the Lease afterwards."""
@@ -82,11 +86,13 @@ class LeaseLock:
         except ApiError as e:
             if e.status != 404:
                 raise
-            return self._create(now)
+            return self._may_take() and self._create(now)
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         self.holder = holder
         if holder and holder != self.identity and not self.observation.expired(spec):
+            return False
+        if holder != self.identity and not self._may_take():
             return False
         new_spec = dict(spec)
         if holder != self.identity:
@@ -104,6 +110,10 @@ class LeaseLock:
             "spec": new_spec,
         }
         return self._take("PUT", self.path, body)
+
+    def _may_take(self) -> bool:
+        self.refused = self.before_take()
+        return not self.refused
 
     def release(self) -> None:
         """Give the Lease up (on a clean stop), so a standby takes over at once."""
@@ -143,3 +153,50 @@ class LeaseLock:
             raise
         self.holder = self.identity
         return True
+
+
+UPSTREAM_NAMESPACE = "openshift-machine-config-operator"
+UPSTREAM_NAME = "machine-config-controller"
+"""Upstream's controller: its Deployment, and the Lease it elects its leader with
+(``cmd/machine-config-controller``: ``common.CreateResourceLock`` with ``componentName``, in
+``--resourcelock-namespace``, which its Deployment sets to the operator's namespace)."""
+UPSTREAM_LEASE_SECONDS = 137.0
+"""library-go's ``LeaderElectionDefaulting`` duration, when the Lease does not say."""
+
+
+def upstream_controller(kube: Kube, now: datetime | None = None) -> str:
+    """Why upstream's machine-config-controller runs here ("" when it does not): its
+    Deployment is scaled above zero, or its Lease is held and was renewed within two of its
+    durations (a stopped one releases it: ``ReleaseOnCancel``). Raises :class:`ApiError`
+    when either cannot be read (404 aside): the caller cannot tell."""
+    deployments = f"/apis/apps/v1/namespaces/{UPSTREAM_NAMESPACE}/deployments"
+    try:
+        found = kube.request("GET", f"{deployments}/{UPSTREAM_NAME}")
+    except ApiError as e:
+        if e.status != 404:
+            raise
+    else:
+        replicas = (found.get("spec") or {}).get("replicas")
+        replicas = 1 if replicas is None else replicas
+        if not isinstance(replicas, int) or replicas > 0:
+            return f"its Deployment {UPSTREAM_NAMESPACE}/{UPSTREAM_NAME} has {replicas} replica(s)"
+    try:
+        lease = kube.request("GET", f"{leases_path(UPSTREAM_NAMESPACE)}/{UPSTREAM_NAME}")
+    except ApiError as e:
+        if e.status != 404:
+            raise
+        return ""
+    spec = lease.get("spec") or {}
+    holder = str(spec.get("holderIdentity") or "")
+    if not holder:
+        return ""
+    renewed = str(spec.get("renewTime") or "")
+    try:
+        at = datetime.fromisoformat(renewed.replace("Z", "+00:00"))
+    except ValueError:
+        at = None
+    duration = _duration(spec) or UPSTREAM_LEASE_SECONDS
+    if at is None or at.tzinfo is None or ((now or _now()) - at).total_seconds() < 2 * duration:
+        return (f"its Lease {UPSTREAM_NAMESPACE}/{UPSTREAM_NAME} is held by {holder} "
+                f"(renewed {renewed or 'never'})")  # fmt: skip
+    return ""

@@ -28,6 +28,7 @@ from mcd.model.pool.history import (
     parse_sources,
     prunable,
     record,
+    unreadable,
 )
 from mcd.model.pool.pools import target_of
 from mcd.model.pool.render import GENERATED_BY
@@ -157,14 +158,44 @@ def rollback(kube: Kube, pool_name: str, to_revision: int | None, by: str, now: 
     return Rollback(pool_name, chosen.revision, chosen.config, current, tuple(differs))
 
 
-def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> tuple[list[str], int]:
+@dataclass(frozen=True)
+class Pruned:
+    gone: list[str]
+    """The rendered configs deleted (or, without ``apply``, that would be)."""
+    kept: int
+    """The rendered configs kept."""
+    guarded: dict[str, str]
+    """Pool -> why its history cannot be read: none of its rendered configs may go."""
+
+
+def guarded_pools(pools: Iterable[Obj]) -> dict[str, str]:
+    """The pools whose history or rollback pin cannot be read, and why
+    (:func:`mcd.model.pool.history.unreadable`)."""
+    out = {}
+    for pool in pools:
+        problem = unreadable(pool)
+        if problem:
+            out[str((pool.get("metadata") or {}).get("name") or "")] = problem
+    return out
+
+
+def guard_line(pool: str, problem: str) -> str:
+    """The one line that says an unreadable history protects a pool's rendered configs."""
+    return (
+        f"pool {pool}: {problem}: it may name a rendered config kept for a rollback, so none "
+        f"of pool {pool}'s rendered configs is pruned (fix or remove the annotation to prune)"
+    )
+
+
+def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> Pruned:
     """The rendered configs nothing uses and older than ``grace`` (deleted with ``apply``),
-    and how many rendered configs are kept."""
+    none of them a pool's whose history cannot be read (:func:`guarded_pools`)."""
     configs = kube.request("GET", MACHINECONFIGS).get("items") or []
     pools = kube.request("GET", POOLS).get("items") or []
     nodes = kube.request("GET", NODES).get("items") or []
     used = in_use(pools, nodes, NODE_KEYS)
-    gone = prunable(configs, used, now, grace, GENERATED_BY)
+    guarded = guarded_pools(pools)
+    gone = prunable(configs, used, now, grace, GENERATED_BY, guarded)
     rendered = sum(1 for c in configs if _annotations(c).get(GENERATED_BY))
     if apply:
         for name in gone:
@@ -173,7 +204,7 @@ def prune(kube: Kube, now: datetime, grace: timedelta, apply: bool) -> tuple[lis
             except ApiError as e:
                 if e.status != 404:
                     raise
-    return gone, rendered - len(gone)
+    return Pruned(gone, rendered - len(gone), guarded)
 
 
 Items = Callable[[], Iterable[Obj]]
@@ -184,11 +215,17 @@ class AutoPrune:
     at most, the rendered configs :func:`mcd.model.pool.history.prunable` names, at most
     ``batch`` of them. Each is judged again just before its delete against the freshest
     caches (the pools the pass just wrote are in them), and deleted with preconditions on
-    the uid and resourceVersion it was judged by, so a config that changed meanwhile stays."""
+    the uid and resourceVersion it was judged by, so a config that changed meanwhile stays.
+    A pool whose history cannot be read keeps every rendered config of its own, a warning
+    each prune (:func:`guarded_pools`)."""
 
     def __init__(self, kube: Kube, grace: timedelta, every: float = PRUNE_EVERY,
-                 batch: int = PRUNE_BATCH) -> None:  # fmt: skip
+                 batch: int = PRUNE_BATCH,
+                 mine: Callable[[Obj], bool] = lambda _mc: True) -> None:  # fmt: skip
         self.kube, self.grace, self.every, self.batch = kube, grace, every, batch
+        self.mine = mine
+        """Whether a rendered config is this controller's to prune (one of the pools it
+        paces: :class:`mcd.controller.pacer.Pacer`)."""
         self.last: float | None = None
 
     def due(self, clock: float) -> bool:
@@ -204,14 +241,20 @@ class AutoPrune:
             clock: float) -> list[str]:  # fmt: skip
         """Delete what may go; the names deleted."""
         self.last = clock
+        guarded = guarded_pools(pools())
+        for pool, problem in sorted(guarded.items()):
+            log.warning("Prune: %s", guard_line(pool, problem))
         candidates = prunable(configs(), in_use(pools(), nodes(), NODE_KEYS), now, self.grace,
-                              GENERATED_BY)  # fmt: skip
+                              GENERATED_BY, guarded)  # fmt: skip
+        known = {str((c.get("metadata") or {}).get("name")): c for c in configs()}
+        candidates = [c for c in candidates if c in known and self.mine(known[c])]
         gone = []
         for name in candidates[: self.batch]:
             fresh = {str((c.get("metadata") or {}).get("name")): c for c in configs()}
             mc = fresh.get(name)
             used = in_use(pools(), nodes(), NODE_KEYS)
-            if mc is None or not prunable([mc], used, now, self.grace, GENERATED_BY):
+            guarded = guarded_pools(pools())
+            if mc is None or not prunable([mc], used, now, self.grace, GENERATED_BY, guarded):
                 continue
             meta = mc.get("metadata") or {}
             judged = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}

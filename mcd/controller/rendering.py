@@ -30,6 +30,7 @@ from mcd.model.pool.history import (
     SOURCES_ANNOTATION,
     differ,
     encode_history,
+    history_problem,
     parse_history,
     parse_pin,
     parse_sources,
@@ -178,6 +179,8 @@ class RenderStep:
             by = "render (" + (_managers(selected, touched) or "MachineConfigs changed") + ")"
             history = record(history, rendered.name, stamp, by, change)
             notes: dict[str, str | None] = {HISTORY_ANNOTATION: encode_history(history)}
+            if history_problem(annotations.get(HISTORY_ANNOTATION)):  # kept as it is: it
+                del notes[HISTORY_ANNOTATION]  # protects what it may name from prune
             if pin is not None:
                 notes[ROLLBACK_ANNOTATION] = None  # the MachineConfigs changed: it is over
             pool = self.writer.set_configuration(name, wanted, notes)

@@ -1,17 +1,22 @@
 """``mcd controller``: leader election, informers, and the sync loop.
 
-A replica first takes the Lease (``mcd-controller`` in its namespace); until it holds it
+A replica first takes the Lease (``mcd-controller`` in the install namespace: ``--namespace``,
+else the pod's, else ``mcd``, as the Deployment; its Events go there too); until it holds it
 it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
-one request per retry). The leader lists and watches Nodes, MachineConfigPools and
-MachineConfigs, and runs a pass over all pools (and starts the drains the agents asked for:
-:mod:`mcd.controller.drain`) whenever one of them changes (changes arriving together are
-coalesced: for ``settle`` seconds, or 20 times as long as the last pass took, at most half a
-second, so a big fleet's stream of Node changes costs a bounded share of a core; once a node
-that was updating is Done, its slot free, at most 0.1 s or 4 times the CPU the last pass took),
-at the latest every ``resync`` seconds, and when a maintenance window opens. A pass hands its
-Node writes to writer threads and does not wait for them. It
-renews the Lease between passes; a leader that finds another holder, or cannot renew within
-two thirds of the Lease duration, stops with exit code 1 (as client-go's
+one request per retry). Of the pools, it paces only those that record its Lease (or that
+it records it on): :mod:`mcd.controller.pacer`. It does not run while upstream's
+machine-config-controller does (checked at start, before it takes the Lease, and every
+30 seconds while it leads): one line, exit code 78 (:mod:`mcd.controller.election`).
+
+The leader lists and watches Nodes, MachineConfigPools and MachineConfigs, and runs a pass over
+all pools (and starts the drains the agents asked for: :mod:`mcd.controller.drain`) whenever
+one of them changes (changes arriving together are coalesced: for ``settle`` seconds, or 20
+times as long as the last pass took, at most half a second, so a big fleet's stream of Node
+changes costs a bounded share of a core; once a node that was updating is Done, its slot free,
+at most 0.1 s or 4 times the CPU the last pass took), at the latest every ``resync`` seconds,
+and when a maintenance window opens. A pass hands its Node writes to writer threads and does
+not wait for them. It renews the Lease between passes; a leader that finds another holder, or
+cannot renew within two thirds of the Lease duration, stops with exit code 1 (as client-go's
 ``OnStoppedLeading``), so two replicas never act at once. SIGTERM releases the Lease.
 """
 
@@ -38,7 +43,9 @@ from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
+from mcd.controller.election import UpstreamGuard, install_namespace
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
+from mcd.controller.pacer import Pacer
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
@@ -94,12 +101,15 @@ class ControllerOptions:
     prune_grace: float = 86_400.0
     """Seconds an unused rendered config is kept (0: never pruned)."""
     prune_every: float = PRUNE_EVERY
+    take_over_from: tuple[str, ...] = ()
+    """Leases (``NAMESPACE/NAME``) whose pools this controller takes once they are not held
+    (:mod:`mcd.controller.pacer`)."""
 
 
 class Controller:
     def __init__(self, options: ControllerOptions) -> None:
         self.options = options
-        self.namespace = options.namespace or os.environ.get("POD_NAMESPACE") or "default"
+        self.namespace = install_namespace(options.namespace)
         identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         api = load_client(options.kubeconfig)
         api.user_agent = f"{USER_AGENT} ({identity})"  # which replica asked, in audit logs
@@ -108,9 +118,12 @@ class Controller:
         self.lease = LeaseLock(
             self.kube, self.namespace, LEASE_NAME, identity, options.lease_duration
         )
+        self.upstream = UpstreamGuard(self.kube)
+        self.lease.before_take = self.upstream.may_lead
         self.metrics = ControllerMetrics()
         self.pool_alert = PoolAlertMetric(self.metrics.registry)
         self.writer = PoolWriter(self.kube)
+        self.writer.event_namespace = self.namespace  # beside the Lease, where the runbook looks
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.dirty = DirtyPools(every=min(options.resync, options.retry))
@@ -140,9 +153,13 @@ class Controller:
             observe_alerts=self.pool_alert.update,
             pod_restarts=PodRestarts(self.kube).of,
         )
+        self.drains.writer.event_namespace = self.namespace
+        self.pacer = Pacer(self.kube, self.writer, f"{self.namespace}/{LEASE_NAME}",
+                           options.take_over_from, observe_pool=self.pools.observe)  # fmt: skip
         self.pruner = AutoPrune(
-            self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every
-        )
+            self.kube, timedelta(seconds=options.prune_grace), every=options.prune_every,
+            mine=self.pacer.mine,
+        )  # fmt: skip
         self.leading = False
         self.last_tick = time.monotonic()
         self.server = StatusServer(
@@ -206,6 +223,8 @@ class Controller:
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
+        if self.upstream.look():
+            return self.upstream.stopping()
         self.server.start()
         log.info(
             "mcd controller %s starting; waiting for lease %s/%s as %s",
@@ -219,6 +238,8 @@ class Controller:
                 self.last_tick = time.monotonic()
                 if self._try_lease():
                     return self._lead()
+                if self.upstream.runs:
+                    return self.upstream.stopping()
                 self.stop.wait(self.options.retry)
             return 0
         finally:
@@ -245,6 +266,9 @@ class Controller:
         next_window: datetime | None = None
         while not self.stop.is_set():
             self.last_tick = time.monotonic()
+            if self.upstream.due() and self.upstream.look():
+                self._release()
+                return self.upstream.stopping()
             if time.monotonic() - renewed >= self.options.retry:
                 if self._try_lease():
                     renewed = time.monotonic()
@@ -285,8 +309,9 @@ class Controller:
         taken = time.monotonic()
         changes = self.dirty.take(taken)  # before the caches are read
         previous, self._membership = self._membership, None  # kept only by a pass that ends
+        pools, paced, claimed = self.pacer.sort(self.pools.items())  # before any write
         snap = Snapshot(
-            pools=self.pools.items(),
+            pools=pools,
             configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
             nodes=self.nodes.items(),
             taken=taken,
@@ -294,9 +319,15 @@ class Controller:
             previous=previous if changes.nodes_only else None,
         )
         if not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY:
-            self.drains.sync(snap.nodes, drain_policies(snap))
+            policies = drain_policies(snap)
+            nodes = snap.nodes
+            if self.pacer.refused:  # only the drains of the pools this controller paces
+                nodes = [n for n in nodes if name_of(n) in policies
+                         and policies[name_of(n)].pool in paced]  # fmt: skip
+            self.drains.sync(nodes, policies)
             self._drains_at = taken
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
+        only = frozenset(paced if only is None else (set(only) & paced) | claimed)
         reports = self.syncer.sync_all(snap, only)
         self._membership = snap.membership
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)

@@ -256,7 +256,7 @@ def test_pause_mid_rollout_lets_the_running_update_finish(
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
-    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    events = cluster.kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
     mine = [(e["reason"], e["message"]) for e in events
             if e["involvedObject"].get("kind") == "MachineConfigPool"
             and e["involvedObject"].get("name") == "worker"]  # fmt: skip
@@ -380,7 +380,7 @@ def test_a_degraded_node_stops_the_rollout_until_it_recovers(
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     assert all(n.annotations()[Annotation.CURRENT_CONFIG] == second for n in nodes)
-    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    events = cluster.kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
     mine = [(e["reason"], e["message"]) for e in events
             if e["involvedObject"].get("kind") == "MachineConfigPool"
             and e["involvedObject"].get("name") == "worker"]  # fmt: skip

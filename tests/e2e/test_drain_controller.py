@@ -32,7 +32,7 @@ from tests.fakes.kubecluster import TestCluster
 
 
 def pool_events(cluster: TestCluster, name: str) -> list[tuple[str, str, str]]:
-    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    events = cluster.kube.request("GET", "/api/v1/events")["items"]
     return [(e["type"], e["reason"], e["message"]) for e in events
             if e["involvedObject"].get("kind") == "MachineConfigPool"
             and e["involvedObject"].get("name") == name]  # fmt: skip

@@ -69,7 +69,7 @@ def start(
 
 
 def pool_events(cluster: TestCluster) -> list[tuple[str, str, str]]:
-    events = cluster.kube.request("GET", "/api/v1/namespaces/default/events")["items"]
+    events = cluster.kube.request("GET", "/api/v1/events")["items"]
     return [(e["reason"], e.get("type", ""), e["message"]) for e in events
             if e["involvedObject"].get("kind") == "MachineConfigPool"
             and e["involvedObject"].get("name") == "worker"]  # fmt: skip

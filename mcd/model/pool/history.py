@@ -15,7 +15,10 @@ upstream). Pure.
   MachineConfig changed: the fix) or the annotation is removed, it targets the fresh render
   again. So a rollback never fights the renderer, and a fix ends it.
 * **Prune**: a rendered config no Node (current or desired), no pool (target, status or
-  pin) and no revision uses, older than a grace period, may go.
+  pin) and no revision uses, older than a grace period, may go. Fail safe: a pool whose
+  history or pin cannot be read (over :data:`MAX_TEXT`, or malformed after a hand edit) may
+  name a rollback the user kept, so none of that pool's rendered configs may go
+  (:func:`unreadable`, :func:`belongs`).
 """
 
 from __future__ import annotations
@@ -67,15 +70,21 @@ def parse_history(text: object) -> list[Revision]:
     doc = _load(text)
     out = []
     for item in doc if isinstance(doc, list) else []:
-        if not isinstance(item, dict):
+        if not _entry(item):
             continue
-        number, config = item.get("revision"), item.get("config")
-        if not isinstance(number, int) or isinstance(number, bool) or not isinstance(config, str):
-            continue
+        number, config = item["revision"], item["config"]
         out.append(Revision(number, config[:253], str(item.get("time", ""))[:40],
                             str(item.get("by", ""))[:100],
                             str(item.get("change", ""))[:_CHANGE_CHARS]))  # fmt: skip
     return sorted(out, key=lambda r: r.revision)
+
+
+def _entry(item: object) -> bool:
+    """A revision the history can use: a number and a config."""
+    if not isinstance(item, dict):
+        return False
+    number, config = item.get("revision"), item.get("config")
+    return isinstance(number, int) and not isinstance(number, bool) and isinstance(config, str)
 
 
 def record(history: Sequence[Revision], config: str, time: str, by: str, change: str,
@@ -178,16 +187,74 @@ def in_use(pools: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]
     return used
 
 
+def unreadable(pool: Mapping[str, Any]) -> str:
+    """Why the pool's history or rollback pin cannot be read ("" when both can, or are
+    absent): an unreadable one may name configs nothing else uses, so it protects them all."""
+    annotations = (pool.get("metadata") or {}).get("annotations") or {}
+    history = history_problem(annotations.get(HISTORY_ANNOTATION))
+    if history:
+        return f"{HISTORY_ANNOTATION} {history}"
+    text = annotations.get(ROLLBACK_ANNOTATION)
+    pin = "" if text is None or text == "" else _text_problem(text) or _pin_problem(_load(text))
+    return f"{ROLLBACK_ANNOTATION} {pin}" if pin else ""
+
+
+def history_problem(text: object) -> str:
+    """Why a history annotation cannot be read ("" when it can, or is absent). The render
+    leaves such a history as it is (it protects: :func:`unreadable`)."""
+    if text is None or text == "":
+        return ""
+    return _text_problem(text) or _history_problem(_load(text))
+
+
+def _text_problem(text: object) -> str:
+    if not isinstance(text, str):
+        return "is not text"
+    if len(text) > MAX_TEXT:
+        return f"is over {MAX_TEXT} characters ({len(text)})"
+    if _load(text) is None:
+        return "is not valid JSON"
+    return ""
+
+
+def _history_problem(doc: Any) -> str:
+    if not isinstance(doc, list):
+        return "is not a list of revisions"
+    if not all(_entry(item) for item in doc):
+        return "has an entry without a revision number and config"
+    return ""
+
+
+def _pin_problem(doc: Any) -> str:
+    fine = isinstance(doc, dict) and doc.get("config") and isinstance(doc.get("config"), str)
+    return "" if fine and isinstance(doc.get("rendered"), str) else "names no config"
+
+
+def belongs(mc: Mapping[str, Any], pool: str) -> bool:
+    """Could the rendered config be the pool's? (Its owner is the pool, or its name is
+    ``rendered-POOL-...``: a name such as ``rendered-worker-gpu-...`` counts for ``worker``
+    too, which only keeps more.)"""
+    meta = mc.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "MachineConfigPool" and owner.get("name") == pool:
+            return True
+    return str(meta.get("name") or "").startswith(f"{RENDERED_PREFIX}{pool}-")
+
+
 def prunable(configs: Iterable[Mapping[str, Any]], used: set[str], now: datetime,
-             grace: timedelta, generated_by: str) -> list[str]:  # fmt: skip
+             grace: timedelta, generated_by: str,
+             protected: Iterable[str] = ()) -> list[str]:  # fmt: skip
     """The rendered configs (named ``rendered-...`` and carrying ``generated_by``) nothing
     uses, created more than ``grace`` before ``now`` (a config whose creation time cannot be
-    read is kept)."""
+    read is kept), none of them one of the ``protected`` pools' (:func:`belongs`)."""
     out = []
+    guarded = tuple(protected)
     for mc in configs:
         meta = mc.get("metadata") or {}
         name = str(meta.get("name") or "")
         if not name.startswith(RENDERED_PREFIX) or name in used:
+            continue
+        if any(belongs(mc, pool) for pool in guarded):
             continue
         if not (meta.get("annotations") or {}).get(generated_by):
             continue
