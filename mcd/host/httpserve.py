@@ -39,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from aiohttp.http_parser import HttpRequestParserPy
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +137,7 @@ class HttpListener:
 
     async def _serve(self) -> None:
         self._stopped = asyncio.Event()
-        server = web.Server(
+        server = _Server(
             self._handle,
             keepalive_timeout=self.deadline,
             max_line_size=MAX_LINE,
@@ -167,6 +169,7 @@ class HttpListener:
                 log.debug("accept on port %d: %s", self.port, e)
                 await asyncio.sleep(0.1)  # out of descriptors: let the deadlines free some
                 continue
+            await asyncio.sleep(0)  # a flood of connections must not starve those accepted
             if not self._admit(sock, peer):
                 continue
             loop.create_task(self._connect(server, sock, peer))
@@ -246,6 +249,27 @@ class HttpListener:
             await response.write(reply.body)
         await response.write_eof()
         return response
+
+
+class _Server(web.Server):
+    """aiohttp's server with its pure-Python request parser, which reads any method token
+    (as Go's ``net/http`` does: the handler then answers 405); the C one (llhttp) refuses
+    methods it does not know with a 400 and a text body."""
+
+    def __call__(self) -> RequestHandler:
+        handler = super().__call__()
+        if getattr(handler, "_parser", None) is not None:
+            handler._parser = HttpRequestParserPy(
+                handler,
+                self._loop,
+                2**16,
+                max_line_size=MAX_LINE,
+                max_field_size=MAX_LINE,
+                max_headers=MAX_HEADERS * 2,
+                payload_exception=RequestPayloadError,
+                max_msg_queue_size=8,
+            )
+        return handler
 
 
 def _shut(sock: socket.socket) -> None:
