@@ -210,6 +210,10 @@ def join_token_create(
     help="The node's root directory.",
 )
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@click.option(
+    "--timeout", "fetch_timeout", default="5m", show_default=True, callback=_ttl,
+    help="The deadline for the whole fetch (connect, TLS, answer), however slow the server.",
+)  # fmt: skip
 @output_options
 def join_command(
     server_url: str,
@@ -219,6 +223,7 @@ def join_command(
     ca: Path,
     root: Path,
     skip_reboot: bool,
+    fetch_timeout: timedelta,
 ) -> None:
     """Fetch the pool's config as a booting node would and apply it once (for a host
     without Ignition), through the same gate as once-from; then write the node-annotations
@@ -236,7 +241,7 @@ def join_command(
     try:
         secret = token or (token_file.read_text().strip() if token_file else "")
         url, host, port, path = config_url(server_url, pool)
-        doc = fetch(url, host, port, path, secret, ca.read_bytes())
+        doc = fetch(url, host, port, path, secret, ca.read_bytes(), fetch_timeout.total_seconds())
     except FetchError as e:
         fail(f"cannot fetch the config: {e}")
     except OSError as e:
