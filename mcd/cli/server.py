@@ -6,14 +6,20 @@ import base64
 import json
 import os
 import sys
-from datetime import timedelta
+import urllib.parse
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from mcd.cli.common import fail, output_options
+from mcd.cli.common import EXIT_USAGE, fail, output_options, printable
 from mcd.model.errors import ConfigError
 from mcd.model.node.health import parse_duration
+
+if TYPE_CHECKING:
+    from mcd.server.tokens import TokenInfo
 
 POINTER_VERSION = "3.2.0"
 """The pointer config's spec: the oldest that has ``httpHeaders`` and that every Ignition
@@ -49,8 +55,12 @@ still in use reads (the node's Ignition then asks the server for its own newest 
     envvar="POD_NAMESPACE",
     default="mcd",
     show_default=True,
-    help="Where the join-token Secrets are (default: $POD_NAMESPACE).",
+    help="The server's namespace (its kube-root-ca.crt; default: $POD_NAMESPACE).",
 )
+@click.option(
+    "--token-namespace", envvar="MCD_JOIN_TOKEN_NAMESPACE", default="mcd-join-tokens",
+    show_default=True, help="Where the join-token Secrets are (a namespace holding nothing else).",
+)  # fmt: skip
 @click.option("--apiserver-url", default="", help="The API server a served kubeconfig names.")
 @click.option(
     "--bootstrap-token-dir",
@@ -68,6 +78,7 @@ def server_command(
     key: str | None,
     require_join_token: bool,
     namespace: str,
+    token_namespace: str,
     apiserver_url: str,
     bootstrap_token_dir: str,
 ) -> None:
@@ -84,6 +95,7 @@ def server_command(
     settings = Settings(
         kubeconfig=kubeconfig,
         namespace=namespace,
+        token_namespace=token_namespace,
         bind_address=bind_address,
         secure_port=secure_port,
         insecure_port=insecure_port,
@@ -131,6 +143,26 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
     return {"ignition": ignition}
 
 
+def _token_options(f: Callable[..., None]) -> Callable[..., None]:
+    f = click.option(
+        "--namespace", envvar="MCD_JOIN_TOKEN_NAMESPACE", default="mcd-join-tokens",
+        show_default=True, help="The join tokens' namespace (the server's --token-namespace).",
+    )(f)  # fmt: skip
+    return click.option(
+        "--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG."
+    )(f)
+
+
+def _https_problem(server: str) -> str | None:
+    url = urllib.parse.urlsplit(server)
+    if url.scheme != "https" or not url.hostname:
+        return (
+            f"--server {server}: not an https:// URL (the pointer config would send the token,"
+            " and the server the node's pull secret, in clear)"
+        )
+    return None
+
+
 @join_token_group.command("create")
 @click.argument("node")
 @click.option("--pool", required=True, help="The pool the node joins.")
@@ -141,11 +173,7 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="The CA of the server's certificate, put in the pointer config.",
 )
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
-@click.option(
-    "--namespace", envvar="POD_NAMESPACE", default="mcd", show_default=True,
-    help="The server's namespace (its token Secrets).",
-)  # fmt: skip
+@_token_options
 @click.option("--token-only", is_flag=True, help="Print the token alone, not a pointer config.")
 def join_token_create(
     node: str,
@@ -158,20 +186,29 @@ def join_token_create(
     token_only: bool,
 ) -> None:
     """Issue a token for NODE to fetch POOL's config once; print the pointer Ignition config."""
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore, issue  # noqa: PLC0415
+    from mcd.cluster.pools import POOLS  # noqa: PLC0415
+    from mcd.server.tokens import TokenStore, issue, pool_name_problem  # noqa: PLC0415
 
     if not token_only and not server_url:
         raise click.UsageError("--server is needed for the pointer config (or --token-only)")
+    problem = (_https_problem(server_url) if server_url else None) or pool_name_problem(pool)
+    if problem:
+        fail(problem if problem.startswith("--server") else f"--pool {problem}", EXIT_USAGE)
     try:
         issued = issue(node, pool, ttl, datetime.now(UTC))
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--ttl") from e
     try:
         ca_data = ca.read_bytes() if ca else b""
-        TokenStore(Kube(load_client(kubeconfig)), namespace).create(issued)
+        kube = Kube(load_client(kubeconfig))
+        try:
+            kube.request("GET", f"{POOLS}/{pool}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            fail(f"--pool {pool}: no such MachineConfigPool (kubectl get mcp lists them)")
+        TokenStore(kube, namespace).create(issued)
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot create the join token: {e}")
     click.echo(f"join token {issued.token_id} for node {node}, pool {pool}, valid {ttl}", err=True)
@@ -180,6 +217,109 @@ def join_token_create(
         return
     assert server_url is not None
     click.echo(json.dumps(pointer_config(server_url, pool, issued.token, ca_data), indent=2))
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's age and duration format (apimachinery ``duration.HumanDuration``)."""
+    s = int(seconds)
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m" if s % 60 == 0 else f"{m}m{s % 60}s"
+    if m < 180:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h" if m % 60 == 0 else f"{h}h{m % 60}m"
+    if h < 48:
+        return f"{h}h"
+    if h < 24 * 8:
+        return f"{h // 24}d" if h % 24 == 0 else f"{h // 24}d{h % 24}h"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    if h < 24 * 365 * 8:
+        return f"{h // 24 // 365}y{(h // 24) % 365}d"
+    return f"{h // 24 // 365}y"
+
+
+def token_rows(tokens: list[TokenInfo], now: datetime) -> list[dict[str, str]]:
+    """One row per token, the columns ``join-token list`` prints (never a token or a hash)."""
+    rows = []
+    for t in tokens:
+        if t.expires is None:
+            expires = "<invalid>"
+        elif t.expires <= now:
+            expires = f"expired {human_duration((now - t.expires).total_seconds())} ago"
+        else:
+            expires = f"in {human_duration((t.expires - now).total_seconds())}"
+        used = "no"
+        if t.used and t.used_at:
+            used = f"{human_duration((now - t.used_at).total_seconds())} ago"
+        elif t.used:
+            used = "yes"
+        rows.append({
+            "ID": t.token_id, "NODE": t.node, "POOL": t.pool, "EXPIRES": expires,
+            "USED": used, "FROM": t.used_from.rsplit(":", 1)[0] if t.used_from else "-",
+        })  # fmt: skip
+    return rows
+
+
+def _table(rows: list[dict[str, str]], columns: list[str]) -> list[str]:
+    cells = [columns] + [[printable(r[c]) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    return [
+        "   ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+
+
+@join_token_group.command("list")
+@_token_options
+def join_token_list(kubeconfig: str | None, namespace: str) -> None:
+    """The join tokens: node, pool, expiry, whether and where from each was used."""
+    from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
+    from mcd.server.tokens import TokenStore  # noqa: PLC0415
+
+    try:
+        tokens = TokenStore(Kube(load_client(kubeconfig)), namespace).all()
+    except (ApiError, ConfigurationError, OSError) as e:
+        fail(f"cannot list the join tokens: {e}")
+    if not tokens:
+        click.echo(f"No join tokens in namespace {namespace}.", err=True)
+        return
+    # -o json|yaml|wide: the rows (token_rows) are the objects to print
+    for line in _table(token_rows(tokens, datetime.now(UTC)), list(TOKEN_COLUMNS)):
+        click.echo(line)
+
+
+TOKEN_COLUMNS = ("ID", "NODE", "POOL", "EXPIRES", "USED", "FROM")
+
+
+@join_token_group.command("revoke")
+@click.argument("node_or_id")
+@_token_options
+def join_token_revoke(node_or_id: str, kubeconfig: str | None, namespace: str) -> None:
+    """Revoke a join token by its ID, or every token of a NODE: its Secret is deleted, so
+    the server refuses it from then on."""
+    from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
+    from mcd.server.tokens import TokenStore  # noqa: PLC0415
+
+    try:
+        store = TokenStore(Kube(load_client(kubeconfig)), namespace)
+        chosen = [t for t in store.all() if node_or_id in (t.token_id, t.node)]
+        if not chosen:
+            fail(f"no join token with ID or for node {node_or_id!r} in namespace {namespace}")
+        for t in chosen:
+            try:
+                store.revoke(t.token_id)
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+            click.echo(f"join token {t.token_id} for node {t.node}, pool {t.pool}: revoked")
+    except (ApiError, ConfigurationError, OSError) as e:
+        fail(f"cannot revoke the join token: {e}")
 
 
 @click.command("join")
