@@ -102,6 +102,7 @@ class HttpListener:
         self._workers = ThreadPoolExecutor(workers, thread_name_prefix=f"http-{self.port}")
         self._probe_workers = ThreadPoolExecutor(2, thread_name_prefix=f"probe-{self.port}")
         self._conns: dict[int, _Conn] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
@@ -172,7 +173,9 @@ class HttpListener:
             await asyncio.sleep(0)  # a flood of connections must not starve those accepted
             if not self._admit(sock, peer):
                 continue
-            loop.create_task(self._connect(server, sock, peer))
+            task = loop.create_task(self._connect(server, sock, peer))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _admit(self, sock: socket.socket, peer: tuple[str, int]) -> bool:
         for fd, conn in list(self._conns.items()):
@@ -198,14 +201,16 @@ class HttpListener:
         if not conn.busy:
             _shut(conn.sock)
 
-    async def _connect(self, server: web.Server, sock: socket.socket, peer: tuple[str, int]) -> None:
+    async def _connect(
+        self, server: web.Server, sock: socket.socket, peer: tuple[str, int]
+    ) -> None:
         loop = asyncio.get_running_loop()
         try:
             context = self.tls() if self.tls is not None else None
             await loop.connect_accepted_socket(
                 server, sock, ssl=context, ssl_handshake_timeout=self.deadline if context else None
             )
-        except (OSError, ssl.SSLError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError, ssl.SSLError) as e:
             log.debug("Connection from %s: %s", peer[0], e)
             sock.close()
 

@@ -6,6 +6,7 @@ listener shares: header names in any case, other methods an empty 405."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -43,7 +44,9 @@ def _fds() -> int:
 
 @pytest.fixture
 def server() -> Iterator[Listener]:
-    handler = Handler(FakeSource(), LowerCaseTokens(), clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    handler = Handler(
+        FakeSource(), LowerCaseTokens(), clock=lambda: datetime(2026, 1, 1, tzinfo=UTC)
+    )
     listener = Listener(handler, "127.0.0.1", 0, timeout=DEADLINE, max_connections=64).start()
     try:
         yield listener
@@ -95,7 +98,9 @@ def closed_by_server(s: socket.socket, within: float) -> bool:
         return False
 
 
-def under_load(port: int, seconds: float, attack: Callable[[], None], path: str = "/healthz") -> None:
+def under_load(
+    port: int, seconds: float, attack: Callable[[], None], path: str = "/healthz"
+) -> None:
     """Run ``attack`` in a thread while probing every 0.3 s; every probe must answer 200."""
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -103,7 +108,7 @@ def under_load(port: int, seconds: float, attack: Callable[[], None], path: str 
     def run() -> None:
         try:
             attack()
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     t = threading.Thread(target=run, daemon=True)
@@ -191,10 +196,8 @@ def test_hundreds_of_idle_connections_reconnecting_never_lock_the_probe_out(
                 s.close()
             held.clear()
             for _ in range(300):
-                try:
+                with contextlib.suppress(OSError):
                     held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-                except OSError:
-                    pass
             most_threads[0] = max(most_threads[0], threading.active_count())
             time.sleep(1.0)
 
@@ -266,7 +269,9 @@ def test_the_status_listener_reads_the_token_header_in_any_case() -> None:
         scrapers=lambda token: "" if token == "t" else "no",
     ).start()  # fmt: skip
     try:
-        reply = raw(server.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAUTHORIZATION: bearer t\r\n\r\n")
+        reply = raw(
+            server.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAUTHORIZATION: bearer t\r\n\r\n"
+        )
         assert reply.startswith(b"HTTP/1.1 200 "), reply[:100]
     finally:
         server.stop()
