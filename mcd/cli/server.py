@@ -7,19 +7,15 @@ import json
 import os
 import sys
 import urllib.parse
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from mcd.cli.common import EXIT_USAGE, fail, output_options, printable
+from mcd.cli.common import EXIT_USAGE, fail, output_options
+from mcd.cli.jointokens import join_token_list, join_token_revoke, token_options
 from mcd.model.errors import ConfigError
 from mcd.model.node.health import parse_duration
-
-if TYPE_CHECKING:
-    from mcd.server.tokens import TokenInfo
 
 POINTER_VERSION = "3.2.0"
 """The pointer config's spec: the oldest that has ``httpHeaders`` and that every Ignition
@@ -113,7 +109,11 @@ def server_command(
 
 @click.group("join-token")
 def join_token_group() -> None:
-    """Issue one-use tokens a new node fetches its pool's config with."""
+    """Issue one-use tokens a new node fetches its pool's config with; list and revoke them."""
+
+
+join_token_group.add_command(join_token_list)
+join_token_group.add_command(join_token_revoke)
 
 
 def _ttl(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -143,16 +143,6 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
     return {"ignition": ignition}
 
 
-def _token_options(f: Callable[..., None]) -> Callable[..., None]:
-    f = click.option(
-        "--namespace", envvar="MCD_JOIN_TOKEN_NAMESPACE", default="mcd-join-tokens",
-        show_default=True, help="The join tokens' namespace (the server's --token-namespace).",
-    )(f)  # fmt: skip
-    return click.option(
-        "--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG."
-    )(f)
-
-
 def _https_problem(server: str) -> str | None:
     url = urllib.parse.urlsplit(server)
     if url.scheme != "https" or not url.hostname:
@@ -173,7 +163,7 @@ def _https_problem(server: str) -> str | None:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="The CA of the server's certificate, put in the pointer config.",
 )
-@_token_options
+@token_options
 @click.option("--token-only", is_flag=True, help="Print the token alone, not a pointer config.")
 def join_token_create(
     node: str,
@@ -217,109 +207,6 @@ def join_token_create(
         return
     assert server_url is not None
     click.echo(json.dumps(pointer_config(server_url, pool, issued.token, ca_data), indent=2))
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's age and duration format (apimachinery ``duration.HumanDuration``)."""
-    s = int(seconds)
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m" if s % 60 == 0 else f"{m}m{s % 60}s"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h" if m % 60 == 0 else f"{h}h{m % 60}m"
-    if h < 48:
-        return f"{h}h"
-    if h < 24 * 8:
-        return f"{h // 24}d" if h % 24 == 0 else f"{h // 24}d{h % 24}h"
-    if h < 24 * 365 * 2:
-        return f"{h // 24}d"
-    if h < 24 * 365 * 8:
-        return f"{h // 24 // 365}y{(h // 24) % 365}d"
-    return f"{h // 24 // 365}y"
-
-
-def token_rows(tokens: list[TokenInfo], now: datetime) -> list[dict[str, str]]:
-    """One row per token, the columns ``join-token list`` prints (never a token or a hash)."""
-    rows = []
-    for t in tokens:
-        if t.expires is None:
-            expires = "<invalid>"
-        elif t.expires <= now:
-            expires = f"expired {human_duration((now - t.expires).total_seconds())} ago"
-        else:
-            expires = f"in {human_duration((t.expires - now).total_seconds())}"
-        used = "no"
-        if t.used and t.used_at:
-            used = f"{human_duration((now - t.used_at).total_seconds())} ago"
-        elif t.used:
-            used = "yes"
-        rows.append({
-            "ID": t.token_id, "NODE": t.node, "POOL": t.pool, "EXPIRES": expires,
-            "USED": used, "FROM": t.used_from.rsplit(":", 1)[0] if t.used_from else "-",
-        })  # fmt: skip
-    return rows
-
-
-def _table(rows: list[dict[str, str]], columns: list[str]) -> list[str]:
-    cells = [columns] + [[printable(r[c]) for c in columns] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    return [
-        "   ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    ]
-
-
-@join_token_group.command("list")
-@_token_options
-def join_token_list(kubeconfig: str | None, namespace: str) -> None:
-    """The join tokens: node, pool, expiry, whether and where from each was used."""
-    from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore  # noqa: PLC0415
-
-    try:
-        tokens = TokenStore(Kube(load_client(kubeconfig)), namespace).all()
-    except (ApiError, ConfigurationError, OSError) as e:
-        fail(f"cannot list the join tokens: {e}")
-    if not tokens:
-        click.echo(f"No join tokens in namespace {namespace}.", err=True)
-        return
-    # -o json|yaml|wide: the rows (token_rows) are the objects to print
-    for line in _table(token_rows(tokens, datetime.now(UTC)), list(TOKEN_COLUMNS)):
-        click.echo(line)
-
-
-TOKEN_COLUMNS = ("ID", "NODE", "POOL", "EXPIRES", "USED", "FROM")
-
-
-@join_token_group.command("revoke")
-@click.argument("node_or_id")
-@_token_options
-def join_token_revoke(node_or_id: str, kubeconfig: str | None, namespace: str) -> None:
-    """Revoke a join token by its ID, or every token of a NODE: its Secret is deleted, so
-    the server refuses it from then on."""
-    from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore  # noqa: PLC0415
-
-    try:
-        store = TokenStore(Kube(load_client(kubeconfig)), namespace)
-        chosen = [t for t in store.all() if node_or_id in (t.token_id, t.node)]
-        if not chosen:
-            fail(f"no join token with ID or for node {node_or_id!r} in namespace {namespace}")
-        for t in chosen:
-            try:
-                store.revoke(t.token_id)
-            except ApiError as e:
-                if e.status != 404:
-                    raise
-            click.echo(f"join token {t.token_id} for node {t.node}, pool {t.pool}: revoked")
-    except (ApiError, ConfigurationError, OSError) as e:
-        fail(f"cannot revoke the join token: {e}")
 
 
 @click.command("join")

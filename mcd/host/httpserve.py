@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Self
 
 from aiohttp import web
 from aiohttp.http_parser import HttpRequestParserPy
@@ -110,7 +111,7 @@ class HttpListener:
 
     # -- lifecycle (any thread) --
 
-    def start(self) -> HttpListener:
+    def start(self) -> Self:
         self._thread.start()
         self._ready.wait(30)
         return self
@@ -121,6 +122,8 @@ class HttpListener:
             self._thread.join(15)
         else:
             self.sock.close()
+            if not self._thread.is_alive() and not self._loop.is_closed():
+                self._loop.close()
         self._workers.shutdown(wait=False, cancel_futures=True)
         self._probe_workers.shutdown(wait=False, cancel_futures=True)
 
