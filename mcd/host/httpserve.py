@@ -158,10 +158,12 @@ class HttpListener:
             accept.cancel()
             self.sock.close()
             with contextlib.suppress(Exception):
-                await server.shutdown(2.0)
+                await server.shutdown(10.0)  # requests in flight finish
             for conn in list(self._conns.values()):
                 _shut(conn.sock)
             self._conns.clear()
+            for task in list(self._tasks):  # handshakes under way
+                task.cancel()
             await asyncio.sleep(0)
 
     async def _accept(self, server: web.Server) -> None:
