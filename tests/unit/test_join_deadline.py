@@ -86,3 +86,4 @@ def test_the_first_boot_unit_is_bounded_and_retries() -> None:
     assert service["Restart"] == "on-failure"
     assert int(section["StartLimitBurst"]) > 1 and section["StartLimitIntervalSec"]
     assert "--timeout" in service["ExecStart"]
+    assert service["RestartPreventExitStatus"] == "2"  # not applicable to this host: final
