@@ -6,12 +6,14 @@ import base64
 import json
 import os
 import sys
-from datetime import timedelta
+import urllib.parse
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
 
-from mcd.cli.common import fail, output_options
+from mcd.cli.common import EXIT_USAGE, fail, output_options
+from mcd.cli.jointokens import join_token_list, join_token_revoke, token_options
 from mcd.model.errors import ConfigError
 from mcd.model.node.health import parse_duration
 
@@ -49,8 +51,12 @@ still in use reads (the node's Ignition then asks the server for its own newest 
     envvar="POD_NAMESPACE",
     default="mcd",
     show_default=True,
-    help="Where the join-token Secrets are (default: $POD_NAMESPACE).",
+    help="The server's namespace (its kube-root-ca.crt; default: $POD_NAMESPACE).",
 )
+@click.option(
+    "--token-namespace", envvar="MCD_JOIN_TOKEN_NAMESPACE", default="mcd-join-tokens",
+    show_default=True, help="Where the join-token Secrets are (a namespace holding nothing else).",
+)  # fmt: skip
 @click.option("--apiserver-url", default="", help="The API server a served kubeconfig names.")
 @click.option(
     "--bootstrap-token-dir",
@@ -68,6 +74,7 @@ def server_command(
     key: str | None,
     require_join_token: bool,
     namespace: str,
+    token_namespace: str,
     apiserver_url: str,
     bootstrap_token_dir: str,
 ) -> None:
@@ -84,6 +91,7 @@ def server_command(
     settings = Settings(
         kubeconfig=kubeconfig,
         namespace=namespace,
+        token_namespace=token_namespace,
         bind_address=bind_address,
         secure_port=secure_port,
         insecure_port=insecure_port,
@@ -101,7 +109,11 @@ def server_command(
 
 @click.group("join-token")
 def join_token_group() -> None:
-    """Issue one-use tokens a new node fetches its pool's config with."""
+    """Issue one-use tokens a new node fetches its pool's config with; list and revoke them."""
+
+
+join_token_group.add_command(join_token_list)
+join_token_group.add_command(join_token_revoke)
 
 
 def _ttl(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -131,6 +143,16 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
     return {"ignition": ignition}
 
 
+def _https_problem(server: str) -> str | None:
+    url = urllib.parse.urlsplit(server)
+    if url.scheme != "https" or not url.hostname:
+        return (
+            f"--server {server}: not an https:// URL (the pointer config would send the token,"
+            " and the server the node's pull secret, in clear)"
+        )
+    return None
+
+
 @join_token_group.command("create")
 @click.argument("node")
 @click.option("--pool", required=True, help="The pool the node joins.")
@@ -141,11 +163,7 @@ def pointer_config(server: str, pool: str, token: str, ca: bytes) -> dict[str, o
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="The CA of the server's certificate, put in the pointer config.",
 )
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
-@click.option(
-    "--namespace", envvar="POD_NAMESPACE", default="mcd", show_default=True,
-    help="The server's namespace (its token Secrets).",
-)  # fmt: skip
+@token_options
 @click.option("--token-only", is_flag=True, help="Print the token alone, not a pointer config.")
 def join_token_create(
     node: str,
@@ -158,21 +176,30 @@ def join_token_create(
     token_only: bool,
 ) -> None:
     """Issue a token for NODE to fetch POOL's config once; print the pointer Ignition config."""
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     from mcd.cli.output import exact_duration  # noqa: PLC0415
     from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore, issue  # noqa: PLC0415
+    from mcd.cluster.pools import POOLS  # noqa: PLC0415
+    from mcd.server.tokens import TokenStore, issue, pool_name_problem  # noqa: PLC0415
 
     if not token_only and not server_url:
         raise click.UsageError("--server is needed for the pointer config (or --token-only)")
+    problem = (_https_problem(server_url) if server_url else None) or pool_name_problem(pool)
+    if problem:
+        fail(problem if problem.startswith("--server") else f"--pool {problem}", EXIT_USAGE)
     try:
         issued = issue(node, pool, ttl, datetime.now(UTC))
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--ttl") from e
     try:
         ca_data = ca.read_bytes() if ca else b""
-        TokenStore(Kube(load_client(kubeconfig)), namespace).create(issued)
+        kube = Kube(load_client(kubeconfig))
+        try:
+            kube.request("GET", f"{POOLS}/{pool}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            fail(f"--pool {pool}: no such MachineConfigPool (kubectl get mcp lists them)")
+        TokenStore(kube, namespace).create(issued)
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot create the join token: {e}")
     valid = exact_duration(ttl.total_seconds())  # 1h, 1h30m: as --ttl takes it (mcd.cli.output)
@@ -214,6 +241,10 @@ def join_token_create(
     help="The node's root directory.",
 )
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
+@click.option(
+    "--timeout", "fetch_timeout", default="5m", show_default=True, callback=_ttl,
+    help="The deadline for the whole fetch (connect, TLS, answer), however slow the server.",
+)  # fmt: skip
 @output_options
 def join_command(
     server_url: str,
@@ -223,6 +254,7 @@ def join_command(
     ca: Path,
     root: Path,
     skip_reboot: bool,
+    fetch_timeout: timedelta,
 ) -> None:
     """Fetch the pool's config as a booting node would and apply it once (for a host
     without Ignition), through the same gate as once-from; then write the node-annotations
@@ -240,7 +272,7 @@ def join_command(
     try:
         secret = token or (token_file.read_text().strip() if token_file else "")
         url, host, port, path = config_url(server_url, pool)
-        doc = fetch(url, host, port, path, secret, ca.read_bytes())
+        doc = fetch(url, host, port, path, secret, ca.read_bytes(), fetch_timeout.total_seconds())
     except FetchError as e:
         fail(f"cannot fetch the config: {e}")
     except OSError as e:

@@ -10,17 +10,22 @@ Given a scraper check, ``/metrics`` asks for ``Authorization: Bearer <token>`` (
 one, 403 when the check refuses it, its reason in the body) as upstream's kube-rbac-proxy
 does; the probes stay open (a kubelet's probe carries no token, and they tell nothing but
 ``ok`` or a cause). Given a certificate and key, the listener speaks TLS.
+
+Bounded as ``mcd server``'s ports are (:mod:`mcd.host.httpserve`): no thread per
+connection, 10 s from accept to a whole request head, at most 64 connections open (the
+oldest idle one closed to admit a new one), the probes answered in threads of their own;
+a method other than GET or HEAD gets 405 with ``Allow: GET, HEAD``.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from mcd.host.httpserve import HttpListener, Reply
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,13 @@ def parse_listen_address(url: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+TEXT = "text/plain; charset=utf-8"
+
+
+def _text(code: int, text: str) -> Reply:
+    return Reply(code, f"{text}\n".encode(), {"Content-Type": TEXT})
+
+
 class StatusServer:
     def __init__(
         self,
@@ -50,72 +62,66 @@ class StatusServer:
         *,
         scrapers: ScraperCheck | None = None,
         tls: tuple[str, str] | None = None,
+        max_connections: int = 64,
+        deadline: float = 10.0,
     ) -> None:
         host, port = parse_listen_address(address)
-        registry_, healthz_, readyz_, scrapers_ = registry, healthz, readyz, scrapers
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    refused = self._refused()
-                    if refused is not None:
-                        code, why = refused
-                        self._send(code, f"{why}\n".encode(), "text/plain; charset=utf-8")
-                        return
-                    self._send(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
-                elif path in ("/healthz", "/readyz"):
-                    problem = (healthz_ if path == "/healthz" else readyz_)()
-                    code, text = (503, problem) if problem else (200, "ok")
-                    self._send(code, f"{text}\n".encode(), "text/plain; charset=utf-8")
-                else:
-                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
-
-            def _refused(self) -> tuple[int, str] | None:
-                if scrapers_ is None:
-                    return None
-                scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
-                if scheme.lower() != "bearer" or not token.strip():
-                    return 401, "Unauthorized: /metrics needs a bearer token"
-                why = scrapers_(token.strip())
-                return (403, f"Forbidden: {why}") if why else None
-
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                log.debug("metrics listener: " + format, *args)
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self.registry, self.healthz, self.readyz, self.scrapers = (
+            registry, healthz, readyz, scrapers,
+        )  # fmt: skip
         self.scheme = "http"
+        context: ssl.SSLContext | None = None
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.set_alpn_protocols(["http/1.1"])
             context.load_cert_chain(*tls)
-            # the handshake in each connection's own thread, not in accept(): a client that
-            # connects and says nothing holds one thread, never the listener
-            self._server.socket = context.wrap_socket(
-                self._server.socket, server_side=True, do_handshake_on_connect=False
-            )
             self.scheme = "https"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="metrics", daemon=True
+        fixed = context
+        self._listener = HttpListener(
+            self._respond,
+            host,
+            port,
+            tls=(lambda: fixed) if fixed is not None else None,
+            workers=2,
+            max_connections=max_connections,
+            deadline=deadline,
+            probes=frozenset({"/healthz", "/readyz"}),
+            server_name="mcd",
         )
+
+    def _respond(self, method: str, raw_path: str, headers: Mapping[str, str], _: str) -> Reply:
+        path = raw_path.split("?", 1)[0]
+        if path == "/metrics":
+            refused = self._refused(headers.get("Authorization") or "")
+            if refused is not None:
+                return _text(*refused)
+            return Reply(200, generate_latest(self.registry), {"Content-Type": CONTENT_TYPE_LATEST})
+        if path in ("/healthz", "/readyz"):
+            problem = (self.healthz if path == "/healthz" else self.readyz)()
+            return _text(503, problem) if problem else _text(200, "ok")
+        return _text(404, "not found")
+
+    def _refused(self, authorization: str) -> tuple[int, str] | None:
+        if self.scrapers is None:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return 401, "Unauthorized: /metrics needs a bearer token"
+        why = self.scrapers(token.strip())
+        return (403, f"Forbidden: {why}") if why else None
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._listener.port
+
+    def open_connections(self) -> int:
+        return self._listener.open_connections()
 
     def start(self) -> StatusServer:
-        self._thread.start()
+        self._listener.start()
         log.info("Serving metrics, /healthz and /readyz on port %d (%s)", self.port, self.scheme)
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._listener.stop()

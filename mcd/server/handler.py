@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,11 +31,10 @@ from mcd.model.errors import ConfigError
 from mcd.model.ignition.accept import UnsupportedAcceptError, spec_version
 from mcd.model.ignition.served import Extras, served_config
 from mcd.server.source import PoolConfig, PoolNotFound
-from mcd.server.tokens import HEADER, Grant, Refused, use_record
+from mcd.server.tokens import HEADER, Grant, Refused, pool_name_problem, use_record
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _LOGGED = 200
 
 
@@ -73,7 +71,7 @@ def pool_of(raw_path: str) -> str | None:
     if not path.startswith("/config/"):
         return None
     name = urllib.parse.unquote(path[len("/config/") :], errors="strict")
-    return name if _NAME.fullmatch(name) and ".." not in name else None
+    return name if pool_name_problem(name) is None else None
 
 
 class Handler:

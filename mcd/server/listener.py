@@ -1,35 +1,32 @@
 """The sockets: HTTP/1.1 over TLS on the secure port, plain on the insecure one (upstream
-``APIServer.Serve``, ``getHTTPServerCfg``).
+``APIServer.Serve``, ``getHTTPServerCfg``: Go's ``net/http`` with read-header and idle
+timeouts).
 
 * TLS 1.2 or newer; ALPN offers ``http/1.1`` alone (upstream turns HTTP/2 off,
   CVE-2016-2183); the certificate and key are read again when either file changes
   (upstream's ``certwatcher``), checked before each handshake, so a rotated Secret
   takes effect without a restart; a pair that does not load keeps the previous one.
-* Bounded: at most ``workers`` connections are served at once, each in a pool thread that
-  does the handshake itself (a client that never finishes it holds one worker, never the
-  accept loop); every socket read and write times out after ``timeout`` seconds; one
-  request per connection; a request line or header line over 64 KiB is refused by the
-  standard library (431/414), and more than ``workers + backlog`` waiting connections are
-  closed at once.
+* Bounded (:mod:`mcd.host.httpserve`): at most ``workers`` requests answered at once; at
+  most ``max_connections`` open, the oldest one without a whole request closed to admit a
+  new one; ``timeout`` seconds from accept to a whole request head (TLS handshake
+  included), however slowly it comes; no thread per connection; one request per
+  connection; a request line or header line over 64 KiB is refused (400), more than 64
+  header lines 431; a method other than GET or HEAD 405 with ``Allow: GET, HEAD``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import socket
 import ssl
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Mapping
 from typing import Any
 
+from mcd.host.httpserve import HttpListener, Reply
 from mcd.server.handler import Handler
 
 log = logging.getLogger(__name__)
-
-MAX_HEADERS = 64
 
 
 class CertReloader:
@@ -68,42 +65,8 @@ class CertReloader:
             return self._context
 
 
-def _request_handler(handler: Handler, read_timeout: float) -> type[BaseHTTPRequestHandler]:
-    class RequestHandler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "mcd-server"
-        sys_version = ""
-        timeout = read_timeout
-
-        def _answer(self) -> None:
-            self.close_connection = True
-            if len(self.headers) > MAX_HEADERS:
-                self.send_error(431)
-                return
-            headers = dict(self.headers.items())
-            address = f"{self.client_address[0]}:{self.client_address[1]}"
-            response = handler.respond(self.command, self.path, headers, address)
-            self.send_response_only(response.status)
-            self.send_header("Date", self.date_time_string())
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            if "Content-Length" not in response.headers:
-                self.send_header("Content-Length", "0")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            if response.body:
-                self.wfile.write(response.body)
-
-        do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _answer
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("%s " + format, self.address_string(), *args)
-
-    return RequestHandler
-
-
-class Listener:
-    """One listening socket, its accept thread, and a bounded pool of workers."""
+class Listener(HttpListener):
+    """One listening socket of ``mcd server``."""
 
     def __init__(
         self,
@@ -114,64 +77,22 @@ class Listener:
         workers: int = 16,
         backlog: int = 64,
         timeout: float = 10.0,
+        max_connections: int = 256,
     ) -> None:
-        self.tls = tls
-        self.timeout = timeout
-        self.request_handler = _request_handler(handler, timeout)
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((address, port))
-        self.sock.listen(backlog)
-        self.port: int = self.sock.getsockname()[1]
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix=f"mcs-{self.port}")
-        self.slots = threading.BoundedSemaphore(workers + backlog)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._accept, name=f"accept-{self.port}", daemon=True
+        def respond(method: str, path: str, headers: Mapping[str, str], address: str) -> Reply:
+            r = handler.respond(method, path, headers, address)
+            return Reply(r.status, r.body, r.headers)
+
+        super().__init__(
+            respond,
+            address,
+            port,
+            tls=tls.context if tls is not None else None,
+            workers=workers,
+            max_connections=max_connections,
+            deadline=timeout,
+            probes=frozenset({"/healthz"}),
+            server_name="mcd-server",
+            backlog=backlog,
         )
-
-    def start(self) -> Listener:
-        self._thread.start()
-        return self
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, peer = self.sock.accept()
-            except OSError:
-                if self._stop.is_set():
-                    return
-                continue
-            if not self.slots.acquire(blocking=False):
-                log.warning("Too many connections: closing one from %s", peer[0])
-                conn.close()
-                continue
-            try:
-                self.pool.submit(self._serve, conn, peer)
-            except RuntimeError:  # shut down
-                self.slots.release()
-                conn.close()
-                return
-
-    def _serve(self, conn: socket.socket, peer: Any) -> None:
-        try:
-            conn.settimeout(self.timeout)
-            if self.tls is not None:
-                conn = self.tls.context().wrap_socket(conn, server_side=True)
-            self.request_handler(conn, peer, self)  # type: ignore[arg-type]
-        except (OSError, ssl.SSLError) as e:
-            log.debug("Connection from %s: %s", peer[0], e)
-        finally:
-            try:
-                conn.close()
-            finally:
-                self.slots.release()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
-        self._thread.join(5)
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.certs = tls

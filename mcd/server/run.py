@@ -17,7 +17,7 @@ from mcd.cluster.api import Kube, load_client
 from mcd.server.handler import Handler
 from mcd.server.listener import CertReloader, Listener
 from mcd.server.source import ClusterSource
-from mcd.server.tokens import TokenStore
+from mcd.server.tokens import TOKEN_NAMESPACE, TokenStore
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ INSECURE_PORT = 22624
 class Settings:
     kubeconfig: str | None = None
     namespace: str = "mcd"
+    token_namespace: str = TOKEN_NAMESPACE
     bind_address: str = "0.0.0.0"
     secure_port: int = SECURE_PORT
     insecure_port: int = INSECURE_PORT
@@ -68,7 +69,7 @@ def build_handler(settings: Settings) -> Handler:
     source = ClusterSource(
         kube, settings.namespace, settings.apiserver_url, settings.bootstrap_token_dir
     )
-    tokens = TokenStore(kube, settings.namespace) if settings.require_join_token else None
+    tokens = TokenStore(kube, settings.token_namespace) if settings.require_join_token else None
     return Handler(source, tokens)
 
 

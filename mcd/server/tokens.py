@@ -7,8 +7,9 @@ instead; ``mcd server --require-join-token`` answers ``/config/<pool>`` only to 
 carrying a valid one, in the ``Authorization: Bearer`` header a pointer Ignition config
 sends (``ignition.config.replace.httpHeaders``).
 
-A token is ``mcdjt.<id>.<secret>``. The Secret ``mcd-join-<id>`` in the server's
-namespace keeps only the SHA-256 of the whole token (never the token), the pool, the node
+A token is ``mcdjt.<id>.<secret>``. The Secret ``mcd-join-<id>`` in the tokens' own
+namespace (``mcd-join-tokens``: the server may read and update Secrets there and nowhere
+else) keeps only the SHA-256 of the whole token (never the token), the pool, the node
 and the expiry; the server compares hashes in constant time, and marks the Secret used
 with a write conditional on its resourceVersion, so two requests racing with one token
 cannot both get the config. The use is recorded on the Secret (when, from which
@@ -41,6 +42,7 @@ USED_AGENT = "mcd.openshift.io/used-by-user-agent"
 SERVED = "mcd.openshift.io/served-config"
 SERVED_VERSION = "mcd.openshift.io/served-spec-version"
 MAX_TTL = timedelta(days=7)
+TOKEN_NAMESPACE = "mcd-join-tokens"
 
 _TOKEN = re.compile(rf"{PREFIX}\.([0-9a-f]{{16}})\.([A-Za-z0-9_-]{{43}})")
 
@@ -142,6 +144,53 @@ def judge(secret: Obj, token: str, pool: str, now: datetime) -> str:
     return _data(secret, "node")
 
 
+POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+TOKEN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def pool_name_problem(pool: str) -> str | None:
+    """Why ``pool`` cannot name a pool (a Kubernetes object name, as ``/config/<pool>``
+    takes it), or None."""
+    if not POOL_NAME.fullmatch(pool) or ".." in pool:
+        return f"{pool!r} is not a pool name (lower-case letters, digits, '-' and '.')"
+    return None
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What ``join-token list`` shows of a token: never the token or its hash."""
+
+    token_id: str
+    node: str
+    pool: str
+    expires: datetime | None
+    used_at: datetime | None
+    used_from: str
+    used: bool
+
+
+def _when(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def describe(secret: Obj) -> TokenInfo:
+    meta = secret.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    name = str(meta.get("name") or "")
+    return TokenInfo(
+        token_id=name.removeprefix("mcd-join-"),
+        node=_data(secret, "node"),
+        pool=_data(secret, "pool"),
+        expires=_when(_data(secret, "expires")),
+        used_at=_when(str(annotations.get(USED_AT) or "")),
+        used_from=str(annotations.get(USED_FROM) or ""),
+        used=annotations.get(USED) == "true",
+    )
+
+
 class TokenStore:
     """The token Secrets in one namespace (the server reads and marks; the CLI creates)."""
 
@@ -151,6 +200,17 @@ class TokenStore:
 
     def create(self, issued: Issued) -> None:
         self.kube.request("POST", self.path, body=issued.secret)
+
+    def all(self) -> list[TokenInfo]:
+        """Every join token, oldest expiry first."""
+        found = self.kube.request("GET", self.path, query={"labelSelector": f"{LABEL}=true"})
+        tokens = [describe(s) for s in found.get("items") or [] if s.get("type") == SECRET_TYPE]
+        never = datetime.max.replace(tzinfo=UTC)
+        return sorted(tokens, key=lambda t: (t.expires or never, t.token_id))
+
+    def revoke(self, token_id: str) -> None:
+        """Delete a token's Secret (404 is an :class:`ApiError` for the caller)."""
+        self.kube.request("DELETE", f"{self.path}/{secret_name(token_id)}")
 
     def check(self, header: str | None, pool: str, now: datetime) -> Grant:
         found = token_from(header)

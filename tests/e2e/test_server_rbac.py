@@ -1,7 +1,8 @@
 """``mcd server`` on a real kube-apiserver (``MCD_TEST_KUBECONFIG``) with the token of its own
 ServiceAccount (``daemonset/09-server.yaml``): the shipped RBAC lets it read the pool, the
-rendered config and its join-token Secret and mark the token used, and nothing else (no
-listing Secrets, no creating tokens, no writing pools or Nodes)."""
+rendered config and its join-token Secret (in the tokens' own namespace) and mark the token
+used, and nothing else (no other Secret, even in its own namespace; no listing Secrets, no
+creating tokens, no writing pools or Nodes)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,15 @@ from tests.integration.test_server_ignition import IGN33, make_pool, start_serve
 
 DAEMONSET = Path(__file__).resolve().parents[2] / "daemonset"
 INSTALL = ["00-namespace.yaml", "01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml"]
-RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-NS, SA = "mcd", "mcd-server"
+RBAC_KINDS = {
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+}
+NS, SA, TOKENS_NS = "mcd", "mcd-server", "mcd-join-tokens"
 
 Obj = dict[str, Any]
 
@@ -92,7 +100,13 @@ def test_the_server_account_serves_with_the_shipped_rbac_and_reaches_nothing_els
     kube_cluster: TestCluster, installed: Path, tmp_path: Path
 ) -> None:
     pool = make_pool(kube_cluster, "rbac")
-    with start_server(kube_cluster, tmp_path, NS, installed) as served:
+    unrelated = f"/api/v1/namespaces/{NS}/secrets/registry-creds"
+    with contextlib.suppress(ApiError):
+        kube_cluster.kube.request("POST", f"/api/v1/namespaces/{NS}/secrets", body={
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "registry-creds"},
+            "stringData": {".dockerconfigjson": "{}"},
+        })  # fmt: skip
+    with start_server(kube_cluster, tmp_path, NS, installed, token_namespace=TOKENS_NS) as served:
         token = served.token("node-rbac", pool=pool).strip()
         status, body = served.get(
             f"/config/{pool}", {"Authorization": f"Bearer {token}", "Accept": IGN33}
@@ -102,7 +116,17 @@ def test_the_server_account_serves_with_the_shipped_rbac_and_reaches_nothing_els
         assert served.get(f"/config/{pool}", {"Authorization": f"Bearer {token}"}) == (403, b"")
         log = served.log.read_text()
         assert "Forbidden" not in log and "403 " not in log.replace("403 Forbidden", "")
-    as_server = Kube(load_client(str(installed)))
+        spare = served.token("node-rbac-2", pool=pool).strip()
+        as_server = Kube(load_client(str(installed)))
+        token_secret = f"/api/v1/namespaces/{TOKENS_NS}/secrets/mcd-join-{spare.split('.')[1]}"
+        secret = as_server.request("GET", token_secret)
+        secret["metadata"].setdefault("annotations", {})["x"] = "y"
+        assert as_server.request("PUT", token_secret, body=secret)["metadata"]["annotations"]
+    assert denied(as_server, "GET", unrelated)
+    assert denied(as_server, "PUT", unrelated, {"apiVersion": "v1", "kind": "Secret",
+                                                "metadata": {"name": "registry-creds"}})  # fmt: skip
+    assert denied(as_server, "GET", f"/api/v1/namespaces/{TOKENS_NS}/secrets")
+    assert denied(as_server, "DELETE", token_secret)
     assert as_server.request("GET", f"{POOLS}/{pool}")["metadata"]["name"] == pool
     assert denied(as_server, "GET", f"/api/v1/namespaces/{NS}/secrets")
     assert denied(as_server, "GET", "/api/v1/namespaces/default/secrets/anything")

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
 from mcd.model.ignition.dataurl import encode_data_url
@@ -167,20 +168,25 @@ def start_server(
     pool: str = "",
     other_pool: str = "",
     tokens: bool = True,
+    token_namespace: str = "",
 ) -> Iterator[Served]:
     """``mcd server`` as a process on 127.0.0.1 (TLS, join tokens required, plain port off),
-    on ``kubeconfig`` (default: the cluster's admin one); stopped by its pid."""
+    on ``kubeconfig`` (default: the cluster's admin one), its join tokens in
+    ``token_namespace`` (default: ``namespace``); stopped by its pid."""
+    token_namespace = token_namespace or namespace
     cert, key = _cert(tmp_path / "pki", "mcs")
     port = free_port()
     log = tmp_path / "server.log"
     args = [*MCD, "server", "--kubeconfig", str(kubeconfig or cluster.kubeconfig),
             "--bind-address", "127.0.0.1", "--secure-port", str(port), "--insecure-port", "0",
-            "--cert", str(cert), "--key", str(key), "--namespace", namespace]  # fmt: skip
+            "--cert", str(cert), "--key", str(key), "--namespace", namespace,
+            "--token-namespace", token_namespace]  # fmt: skip
     if tokens:
         args.append("--require-join-token")
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    s = Served(cluster, namespace, pool, other_pool, f"https://127.0.0.1:{port}", cert, log, proc)
+    url = f"https://127.0.0.1:{port}"
+    s = Served(cluster, token_namespace, pool, other_pool, url, cert, log, proc)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -199,8 +205,10 @@ def start_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        for name in list_token_secrets(cluster, namespace):
-            cluster.kube.request("DELETE", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        for name in list_token_secrets(cluster, token_namespace):
+            path = f"/api/v1/namespaces/{token_namespace}/secrets/{name}"
+            with contextlib.suppress(ApiError):
+                cluster.kube.request("DELETE", path)
 
 
 @pytest.fixture

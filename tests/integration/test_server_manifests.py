@@ -66,5 +66,12 @@ def test_the_server_may_read_pools_configs_and_its_token_secrets_and_nothing_mor
             (("",), ("configmaps",), ("get",), ("kube-root-ca.crt",)),
         ]
     )
-    role = next(d for d in docs if d["kind"] == "Role")
-    assert role["metadata"]["namespace"] == "mcd"  # secrets of its own namespace only
+    secrets = next(
+        d for d in docs if d["kind"] == "Role" and d["rules"][0]["resources"] == ["secrets"]
+    )
+    # the join tokens' own namespace, shipped here, holds nothing else
+    assert secrets["metadata"]["namespace"] == "mcd-join-tokens"
+    assert any(
+        d["kind"] == "Namespace" and d["metadata"]["name"] == "mcd-join-tokens" for d in docs
+    )
+    assert "--token-namespace=mcd-join-tokens" in server_args(docs)
