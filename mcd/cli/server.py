@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from mcd.cli.common import EXIT_USAGE, fail, output_options
+from mcd.cli.common import EXIT_USAGE, connect, fail, output_options
 from mcd.cli.jointokens import join_token_list, join_token_revoke, token_options
 from mcd.model.errors import ConfigError
 from mcd.model.node.health import parse_duration
@@ -177,7 +177,7 @@ def join_token_create(
 ) -> None:
     """Issue a token for NODE to fetch POOL's config once; print the pointer Ignition config."""
     from mcd.cli.output import exact_duration  # noqa: PLC0415
-    from mcd.cluster.api import ApiError, ConfigurationError, Kube, load_client  # noqa: PLC0415
+    from mcd.cluster.api import ApiError, ConfigurationError, Kube  # noqa: PLC0415
     from mcd.cluster.pools import POOLS  # noqa: PLC0415
     from mcd.server.tokens import TokenStore, issue, pool_name_problem  # noqa: PLC0415
 
@@ -192,7 +192,7 @@ def join_token_create(
         raise click.BadParameter(str(e), param_hint="--ttl") from e
     try:
         ca_data = ca.read_bytes() if ca else b""
-        kube = Kube(load_client(kubeconfig))
+        kube = Kube(connect(kubeconfig))
         try:
             kube.request("GET", f"{POOLS}/{pool}")
         except ApiError as e:
