@@ -99,12 +99,35 @@ def _crds(kube_cluster: TestCluster) -> Iterator[None]:
                 kube_cluster.kube.request("DELETE", f"{MACHINECONFIGS}/{mc['metadata']['name']}")
 
 
+def as_on_a_host(node: AgentNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start ``node``'s agent as the README's "Run on a host" does: ``--root`` and no
+    ``--drain-mode`` (the default, controller: ``mcd controller`` drains)."""
+    harness_command = node.command
+
+    def command(metrics_port: int | None = None) -> list[str]:
+        argv, out = harness_command(metrics_port), []
+        while argv:
+            arg = argv.pop(0)
+            if arg == "--drain-mode":
+                argv.pop(0)
+            else:
+                out.append("--root" if arg == "--root-mount" else arg)
+        return out
+
+    monkeypatch.setattr(node, "command", command)
+
+
 @pytest.mark.usefixtures("_crds")
 def test_new_node_in_a_pool_applies_the_pools_config_with_the_controller(
-    make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: Path
+    make_node: NodeFactory,
+    kube_cluster: TestCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The README's "Add a node" without ``mcd server``: the node's agent runs on the empty
-    config, the node is labelled into the pool, the controller targets it, it ends Done."""
+    """The README's "Add a node" without ``mcd server``, on a host: the node's agent
+    (``mcd start --root DIR``, drained by the controller by default) runs on the empty
+    config, the node is labelled into the pool, the controller targets and drains it, it
+    ends Done."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")
     cluster.create(MACHINECONFIGS, machine_config("00-worker", "worker", worker("base")))
@@ -113,7 +136,8 @@ def test_new_node_in_a_pool_applies_the_pools_config_with_the_controller(
     try:
         wait(lambda: target(cluster, "worker") != "", 60, "pool worker rendered", ctl.log)
         rendered = target(cluster, "worker")
-        node = make_node("worker", drain_mode="controller")
+        node = make_node("worker")
+        as_on_a_host(node, monkeypatch)
         node.start()  # registered, its agent running, in no pool yet
         node.wait_state("Done", EMPTY_CONFIG_NAME, timeout=60)
         with Rebooter([node]) as rebooter:
@@ -132,3 +156,7 @@ def test_new_node_in_a_pool_applies_the_pools_config_with_the_controller(
     _on_config(node, rendered)
     _never_fetched_empty(node)
     assert NOT_FOUND not in ctl.log()
+    assert "--root-mount" not in " ".join(node.command()) and "--drain-mode" not in node.log()
+    # every file is new: drained by the controller (asked by annotation), rebooted, uncordoned
+    assert node.reboots_requested() == 1
+    assert node.annotations()[Annotation.LAST_APPLIED_DRAIN] == f"uncordon-{rendered}"
