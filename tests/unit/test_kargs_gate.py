@@ -24,6 +24,8 @@ from mcd.model.osupdate.kargs import (
     boot_loader_problem,
     split_kernel_arguments,
 )
+from mcd.model.planning.applicability import GRUB, GRUBBY, RPM_OSTREE, HostSupport
+from mcd.model.planning.poolfit import Member, unfit
 from tests.builders import mc
 
 ORDINARY = st.characters(
@@ -117,3 +119,21 @@ def test_each_refusal_names_the_field_and_why(value: str, why: str) -> None:
 )  # fmt: skip
 def test_ordinary_arguments_pass(value: str) -> None:
     assert gate.problems(mc("rendered-2", kernelArguments=[value])) == []
+
+
+def test_the_pool_condition_names_the_nodes_before_the_rollout_reaches_them() -> None:
+    """The same rule feeds ``NodesCannotApply``: every node that drives kernel arguments is
+    named (GRUB drop-in, grubby, rpm-ostree); a node with no boot loader mcd drives says that
+    instead; a node whose list does not change is not judged."""
+    target = mc("rendered-2", kernelArguments=["nosmt", "#quiet"])
+    current = mc("rendered-1", kernelArguments=["nosmt"])
+    hosts = {
+        "deb": HostSupport("Debian GNU/Linux 12", "", GRUB, 252),
+        "fed": HostSupport("Fedora Linux 42", "", GRUBBY, 257),
+        "rhcos": HostSupport("rhcos 9.6", RPM_OSTREE, RPM_OSTREE, 252),
+    }
+    lines = unfit(target, [Member(n, current, h) for n, h in hosts.items()], mc("mco-empty-mc"))
+    assert len(lines) == 3
+    for line in lines:
+        assert 'spec.kernelArguments "#quiet": "#quiet" starts with #' in line
+    assert unfit(target, [Member("same", target, hosts["deb"])], mc("mco-empty-mc")) == []

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcd.model.machineconfig import MachineConfig
+from mcd.model.osupdate.kargs import boot_loader_problem
 from mcd.model.text import goquote
 
 RPM_OSTREE = "rpm-ostree"
@@ -160,8 +161,15 @@ def inapplicable(old: MachineConfig, new: MachineConfig, host: HostSupport) -> l
         found.append(Inapplicable("spec.kernelType", f"{kind} {_needs_rpm_ostree(host)}"))
     if old.kernel_arguments != new.kernel_arguments and host.kernel_arguments not in KARGS_TOOLS:
         found.append(Inapplicable("spec.kernelArguments", _NO_KARGS_TOOL))
-    # what GRUB (and BLS entries, through GRUB's blscfg) would misparse is refused for every
-    # node by the one gate (mcd.model.gate, mcd.model.osupdate.kargs.boot_loader_problem)
+    elif old.kernel_arguments != new.kernel_arguments:
+        # what GRUB (grub.cfg, and BLS entries through its blscfg) would misparse: the gate
+        # refuses it on every node (mcd.model.gate); said here too, so that the pool's
+        # NodesCannotApply condition names the nodes before the rollout reaches them
+        for entry in new.kernel_arguments:
+            bad = boot_loader_problem(entry)
+            if bad:
+                found.append(Inapplicable("spec.kernelArguments", f"{goquote(entry)}: {bad}"))
+                break
     return found
 
 
