@@ -19,10 +19,11 @@ Threads, each doing one thing:
   session starts in the host journal: ``ssh=accessed`` once per boot) and the HTTP
   listener for ``/metrics``, ``/healthz`` and ``/readyz``.
 
-Before any of these start, the agent takes the host's agent lock
-(:mod:`mcd.host.agentlock`) and the node's Lease (:mod:`mcd.cluster.nodelease`): a
-second agent for the same node waits, saying so in one line, and a thread renews
-the Lease while the agent runs. The main thread only waits
+Before any of these start, the agent listens (an address in use ends it in one line
+naming it), then takes the host's agent lock (:mod:`mcd.host.agentlock`) and the node's
+Lease (:mod:`mcd.cluster.nodelease`): a second agent for the same node waits, saying so
+in one line, and a thread renews the Lease while the agent runs
+(:mod:`mcd.agent.sync.ownership`). The main thread only waits
 for signals. SIGTERM during an update is deferred until the update step ends
 (upstream ``catchIgnoreSIGTERM``).
 """
@@ -52,7 +53,7 @@ from mcd.agent.safety.gauges import watch_node
 from mcd.agent.safety.guard import SigtermGuard
 from mcd.agent.sync.certsync import run_certificate_writer
 from mcd.agent.sync.nodesync import sync_node
-from mcd.agent.sync.ownership import take_node
+from mcd.agent.sync.ownership import listen, take_node
 from mcd.agent.sync.wakeups import Wakeups
 from mcd.agent.update import progress
 from mcd.agent.update.context import Context, MissingConfig, Retarget, SyncError, Unreconcilable
@@ -70,7 +71,6 @@ from mcd.host.checks.kubelet import DEFAULT_ENDPOINT
 from mcd.host.errors import HostError
 from mcd.host.osupdate.osrelease import read_os_release
 from mcd.host.rootfs import Root
-from mcd.host.statusserver import StatusServer
 from mcd.host.systemd.journal import notify
 from mcd.host.systemd.manager import SystemdError
 from mcd.model.certificates.serviceca import is_x509_error
@@ -96,7 +96,7 @@ class Options:
     node_name: str
     root_mount: str = "/rootfs"
     kubeconfig: str | None = None
-    drain_mode: str = "self"
+    drain_mode: str = "controller"
     metrics_url: str = "127.0.0.1:8797"
     kubelet_healthz_enabled: bool = True
     kubelet_healthz_endpoint: str = DEFAULT_ENDPOINT
@@ -339,15 +339,22 @@ class Agent:
         self.stop.set()
 
     def run(self) -> int:
+        """Serve, take the node, manage it until stopped; the exit code. Raises
+        :class:`~mcd.agent.sync.ownership.StartRefused` when the address is taken."""
         signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGINT, self._on_sigterm)
-        if not take_node(self.agent_lock, self.lease, self.stop, self.options.node_name):
-            return 0  # stopped while another agent held the node
+        server = listen(self.options.metrics_url, self.agent_lock, self.metrics.registry,
+                        self.healthz, self.readyz)  # fmt: skip
         try:
-            return self._run_holding_lease()
+            if not take_node(self.agent_lock, self.lease, self.stop, self.options.node_name):
+                return 0  # stopped while another agent held the node
+            try:
+                return self._run_holding_lease()
+            finally:
+                self.lease.release()
+                self.agent_lock.release()
         finally:
-            self.lease.release()
-            self.agent_lock.release()
+            server.stop()
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
@@ -358,13 +365,6 @@ class Agent:
         except HostError as e:
             log.warning("%s", e)
             self.metrics.set_host_os("unsupported", "")
-        try:
-            server = StatusServer(self.options.metrics_url, self.metrics.registry,
-                                  self.healthz, self.readyz).start()  # fmt: skip
-        except OSError as e:
-            log.error("cannot listen on %s for /metrics, /healthz and /readyz: %s",
-                      self.options.metrics_url, e.strerror or e)  # fmt: skip
-            return 1
         self._start("lease", lambda: self.lease.keep(self.stop, self._lease_lost))
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
@@ -395,6 +395,5 @@ class Agent:
         if code is not None:
             self.exit_code = code
         self.ctx.events.flush()
-        server.stop()
         self.ctx.host.effects.systemd.close()
         return self.exit_code

@@ -13,6 +13,7 @@ import click
 
 from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.agent.daemon import Agent, Options
+from mcd.agent.sync.ownership import StartRefused
 from mcd.cli import fleet, pools
 from mcd.cli.common import (
     EXIT_ERROR,
@@ -22,12 +23,14 @@ from mcd.cli.common import (
     kube_options,
     output_options,
     quiet,
+    root_exists,
     say,
     verbosity,
     warn,
 )
+from mcd.cli.mountedroot import mounted_root
 from mcd.cli.output import clean, emit, output_format, output_option
-from mcd.cluster.api import ApiError, Kube
+from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
@@ -35,15 +38,16 @@ from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
 
 @click.command("start")
 @click.option("--node-name", envvar="NODE_NAME", help="This node's name (default: $NODE_NAME).")
-@click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
-              show_default=True, help="Where the node's root filesystem is mounted.")  # fmt: skip
+@mounted_root("/rootfs", "The node's root filesystem: /rootfs in the DaemonSet's pod, / on the "
+              "host itself (--root-mount, its old name, still works).")  # fmt: skip
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: in-cluster config.")
 @click.option(
     "--drain-mode",
     type=click.Choice(["self", "controller"]),
-    default="self",
+    default="controller",
     show_default=True,
-    help="Drain here, or ask a drain controller by annotation.",
+    help="Ask the drain controller (mcd controller) by annotation, as upstream's daemon "
+    "does; or drain here (self: needs daemonset/optional/self-drain-rbac.yaml).",
 )
 @click.option(
     "--drain-timeout",
@@ -69,7 +73,7 @@ from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
 @output_options
 def start_command(
     node_name: str | None,
-    root_mount: Path,
+    root: Path,
     kubeconfig: str | None,
     drain_mode: str,
     drain_timeout: float,
@@ -83,18 +87,25 @@ def start_command(
 ) -> None:
     """Run the agent: keep this node on its desiredConfig until stopped.
 
-    Logs to journald where it runs, else to stderr (--log-format). -v adds debug lines,
-    -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot start,
-    255 after re-bootstrapping the kubelet on an x509 error (upstream's ErrAuxiliary).
+    Logs to journald where it runs, else to stderr (--log-format); started from a
+    terminal, its warnings (such as waiting for another agent) show there too. -v adds
+    debug lines, -q keeps only warnings and errors. Exit 0 when stopped, 1 when it cannot
+    start (one line says why: the --metrics-url address in use, naming the other agent of
+    this host when one holds it), 255 after re-bootstrapping the kubelet on an x509 error
+    (upstream's ErrAuxiliary).
     """
     level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity(), logging.DEBUG)
-    configure_logging(
+    where = configure_logging(
         level, fields={"MCD_NODE": node_name} if node_name else None, log_format=log_format
     )
+    if where == "journal" and sys.stderr.isatty():  # by hand: the person sees the warnings
+        console = logging.StreamHandler(sys.stderr)
+        console.setLevel(logging.WARNING)
+        logging.getLogger().addHandler(console)
     if not node_name:
         raise click.UsageError("--node-name (or $NODE_NAME) is required")
     options = Options(
-        node_name=node_name, root_mount=str(root_mount), kubeconfig=kubeconfig,
+        node_name=node_name, root_mount=str(root), kubeconfig=kubeconfig,
         drain_mode=drain_mode, drain_timeout=drain_timeout, metrics_url=metrics_url,
         kubelet_healthz_enabled=kubelet_healthz_enabled,
         kubelet_healthz_endpoint=kubelet_healthz_endpoint,
@@ -102,10 +113,19 @@ def start_command(
         lease_duration=lease_duration,
     )  # fmt: skip
     try:
-        agent = Agent(options)
+        kube = Kube(load_client(kubeconfig, root_mount=str(root)))
     except (ValueError, OSError, ApiConfigError) as e:
         fail(f"cannot start: {e}")
-    sys.exit(agent.run())
+    root_exists(root)
+    try:
+        agent = Agent(options, kube)
+    except (ValueError, OSError, ApiConfigError) as e:
+        fail(f"cannot start: {e}")
+    try:
+        code = agent.run()
+    except StartRefused as e:
+        fail(str(e))
+    sys.exit(code)
 
 
 @click.command("status")

@@ -32,6 +32,7 @@ from mcd.cli.common import (
     writing_root,
 )
 from mcd.cli.exits import EXIT_UNCHANGED
+from mcd.cli.mountedroot import mounted_root
 from mcd.host.errors import HostError
 from mcd.host.rootfs import Root
 from mcd.model.errors import ConfigError
@@ -138,20 +139,17 @@ def pivot_command(
 @click.command("firstboot-complete-machineconfig")
 @click.option("--machineconfig-file", default=ENCAPSULATED, show_default=True,
               help="The encapsulated MachineConfig, a path on the node.")  # fmt: skip
-@click.option("--root-mount", type=click.Path(file_okay=False, path_type=Path), default="/rootfs",
-              show_default=True, help="Where the node's root filesystem is mounted.")  # fmt: skip
+@mounted_root("/rootfs", "The node's root filesystem (--root-mount, its old name, still works).")
 @click.option("--skip-reboot", is_flag=True, help="Apply, but do not reboot.")
 @output_options
 @reports_config_errors
-def firstboot_command(machineconfig_file: str, root_mount: Path, skip_reboot: bool) -> None:
+def firstboot_command(machineconfig_file: str, root: Path, skip_reboot: bool) -> None:
     """Apply the MachineConfig encapsulated at install time, then reboot (firstboot service).
 
     Exit 0 when applied (or the reboot is queued), 1 on failure (rolled back).
     """
     console_logging()
-    if not root_mount.is_dir():
-        fail(f"{root_mount}: no such directory (--root-mount)")
-    node = node_for(Root(root_mount))
+    node = node_for(Root(root_exists(root)))
     try:
         outcome = firstboot_complete(node, machineconfig_file, skip_reboot=skip_reboot)
     except (UpdateError, HostError) as e:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from mcd.cli.common import EXIT_USAGE, connect, fail, output_options
+from mcd.cli.common import EXIT_USAGE, connect, fail, output_options, writing_root
 from mcd.cli.jointokens import join_token_list, join_token_revoke, token_options
 from mcd.model.errors import ConfigError
 from mcd.model.node.health import parse_duration
@@ -233,13 +233,7 @@ def join_token_create(
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="The CA of the server's certificate (the only one trusted).",
 )
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default="/",
-    show_default=True,
-    help="The node's root directory.",
-)
+@writing_root  # refused before anything is fetched on a host that is no node, as once-from
 @click.option("--skip-reboot", is_flag=True, help="Apply everything but do not reboot.")
 @click.option(
     "--timeout", "fetch_timeout", default="5m", show_default=True, callback=_ttl,

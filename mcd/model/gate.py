@@ -11,10 +11,11 @@ machineconfig`` and ``restore`` (the node's own ``currentconfig`` or
 It covers Ignition's own rules (:mod:`mcd.model.ignition.validate`: paths as Ignition
 defines them, modes, owners and their range, contents decoded streamed and
 bounded, units and dropins), the guards on where a file may go
-(:mod:`mcd.model.ignition.guards`), and values the OS cannot take
-(:mod:`mcd.model.ignition.values`). What depends on the node (its symlinks, read-only
-``/usr`` on ostree, owners by name) is judged by the host right after, on
-the paths as they resolve inside the root.
+(:mod:`mcd.model.ignition.guards`), values the OS cannot take
+(:mod:`mcd.model.ignition.values`), and kernel arguments the boot loader would drop or
+misparse (:func:`mcd.model.osupdate.kargs.boot_loader_problem`). What depends on the node
+(its symlinks, read-only ``/usr`` on ostree, owners by name) is judged by the host right
+after, on the paths as they resolve inside the root.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcd.model.ignition import validate
 from mcd.model.ignition.values import control_problem, spec_value_problems
 from mcd.model.machineconfig import MachineConfig
 from mcd.model.osupdate.imagemode import argument_problem
+from mcd.model.osupdate.kargs import boot_loader_problem
 from mcd.model.text import goquote
 
 SUPPORTED_EXTENSIONS = (
@@ -62,6 +64,7 @@ def spec_problems(mc: MachineConfig) -> list[str]:
     if invalid:
         found.append(f"spec.extensions: invalid extensions found: [{' '.join(invalid)}]")
     found.extend(spec_value_problems(mc.os_image_url, mc.kernel_arguments, mc.extensions))
+    found.extend(_kernel_argument_problems(mc.kernel_arguments))
     # osImageURL's control characters are reported above; what else would go on a
     # command line after mcd's own transport is refused for both images
     if mc.os_image_url and not control_problem(mc.os_image_url):
@@ -69,6 +72,19 @@ def spec_problems(mc: MachineConfig) -> list[str]:
     found.extend(
         _image_problem("spec.baseOSExtensionsContainerImage", mc.base_os_extensions_container_image)
     )
+    return found
+
+
+def _kernel_argument_problems(entries: tuple[str, ...]) -> list[str]:
+    """What the node's boot loader would drop or misparse, per entry (control characters are
+    reported by :func:`spec_value_problems`)."""
+    found = []
+    for i, entry in enumerate(entries):
+        bad = None if control_problem(entry) else boot_loader_problem(entry)
+        if bad:
+            found.append(
+                f"spec.kernelArguments[{i}]: invalid kernel argument {goquote(entry)}: {bad}"
+            )
     return found
 
 

@@ -160,8 +160,6 @@ def test_fields_a_debian_node_cannot_apply_are_refused_by_name_and_nothing_chang
         ("rendered-worker-8", {"extensions": ["usbguard"]}, "spec.extensions"),
         ("rendered-worker-9", {"osImageURL": "quay.io/example/os@sha256:" + "a" * 64},
          "spec.osImageURL"),
-        # what update-grub itself fails on ("syntax error"): refused before anything is written
-        ("rendered-worker-10", {"kernelArguments": ["it's=$HOME"]}, "spec.kernelArguments"),
     ):  # fmt: skip
         new = node.config(name, **spec)
         code, out, err = node.mcd("plan", "--root", "/", CURRENT_CONFIG_PATH, new)
@@ -173,4 +171,21 @@ def test_fields_a_debian_node_cannot_apply_are_refused_by_name_and_nothing_chang
         assert node.current() == "rendered-worker-6"  # nothing written, no reboot
         assert node.path("/etc/motd").read_text() == "rendered-worker-6\n"
         assert node.path("/boot/grub/grub.cfg").read_bytes() == before
+    # what update-grub fails on ("syntax error") or grub.cfg would read as a comment: refused
+    # by the config gate, on this node as on any, before anything is written
+    for name, karg, why in (
+        ("rendered-worker-10", "it's=$HOME", "\"it's=$HOME\" has $ '"),
+        ("rendered-worker-11", "#quiet", '"#quiet" starts with #'),
+        ("rendered-worker-12", 'acpi_osi="Windows', "unbalanced double quote"),
+    ):
+        new = node.config(name, kernelArguments=["nosmt", karg])
+        code, out, err = node.mcd("plan", "--root", "/", CURRENT_CONFIG_PATH, new)
+        assert code == 2, out + err
+        assert "spec.kernelArguments[1]: invalid kernel argument " in out and why in out
+        code, _, err = node.mcd("once-from", f"/var/tmp/{name}.json", "--root", "/")
+        assert code == 2, err
+        assert "spec.kernelArguments[1]: invalid kernel argument " in err and why in err
+        assert node.current() == "rendered-worker-6"
+        assert node.path("/boot/grub/grub.cfg").read_bytes() == before
+        assert not node.path(GRUB_DROPIN).exists()
     assert node.c.running  # never rebooted

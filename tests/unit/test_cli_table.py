@@ -171,10 +171,10 @@ CASES = [
     Case("pivot", lambda e: ["--root", str(e.tmp / "nope")], 1,
          lambda e: f"error: {e.tmp}/nope: no such directory (--root)", "pivot-no-root"),
     # firstboot-complete-machineconfig
-    Case("firstboot-complete-machineconfig", lambda e: ["--root-mount", str(e.tmp / "nope")], 1,
-         lambda e: f"error: {e.tmp}/nope: no such directory (--root-mount)", "firstboot-no-root"),
+    Case("firstboot-complete-machineconfig", lambda e: ["--root", str(e.tmp / "nope")], 1,
+         lambda e: f"error: {e.tmp}/nope: no such directory (--root)", "firstboot-no-root"),
     Case("firstboot-complete-machineconfig",
-         lambda e: ["--root-mount", str(e.tmp), "--machineconfig-file", e.missing, "--skip-reboot"],
+         lambda e: ["--root", str(e.tmp), "--machineconfig-file", e.missing, "--skip-reboot"],
          1, lambda e: f"error: {e.tmp}{e.missing}: No such file or directory",  # in the root
          "firstboot-missing-file"),
     # restore

@@ -63,15 +63,13 @@ def test_an_annotation_mcd_did_not_write_is_not_trusted(
 def test_the_refusal_names_each_field_and_why_on_a_bootc_node() -> None:
     old = mc("a", osImageURL="quay.io/os@sha256:aa", kernelArguments=["a"])
     new = mc("b", osImageURL="quay.io/os@sha256:bb", extensions=["usbguard"],
-             kernelType="realtime", kernelArguments=["a", "it's"])  # fmt: skip
+             kernelType="realtime", kernelArguments=["a", "b=1"])  # fmt: skip
     found = inapplicable(old, new, BOOTC)
     assert refusal("b", BOOTC, found) == (
         "cannot apply b on this node (Fedora CoreOS 42): spec.extensions needs rpm-ostree; on a "
         'bootc node the image carries its kernel and packages; spec.kernelType "realtime" '
-        "needs rpm-ostree; on a bootc node the image carries its kernel and packages; "
-        "spec.kernelArguments \"it's\": GRUB's grub.cfg cannot carry ' $ \\ ; | & < > { } or ` "
-        "in an argument"
-    )
+        "needs rpm-ostree; on a bootc node the image carries its kernel and packages"
+    )  # what GRUB would misparse is the gate's, for every node (tests/unit/test_kargs_gate.py)
 
 
 def test_a_node_with_no_tools_and_no_name_refuses_the_image_and_the_arguments() -> None:

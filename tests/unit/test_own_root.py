@@ -87,12 +87,11 @@ def test_on_a_node_no_root_means_slash(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_shipped_units_name_their_root() -> None:
     for unit in sorted((REPO / "systemd").glob("*.service")):
         for line in unit.read_text().splitlines():
-            if line.startswith("ExecStart=") and re.search(r"\bmcd (?!start\b)", line):
-                assert re.search(r"--root(-mount)?[ =]/(\s|$)", line), (unit.name, line)
-            elif line.startswith("ExecStart=") and " mcd start" in line:
-                assert "--root-mount /" in line, (unit.name, line)
+            if line.startswith("ExecStart=") and re.search(r"\bmcd ", line):
+                # --root everywhere (--root-mount is start's and firstboot's deprecated alias)
+                assert re.search(r"--root[ =]/(\s|$)", line), (unit.name, line)
     docs = list(yaml.safe_load_all((REPO / "daemonset/03-daemonset.yaml").read_text()))
     ds = next(d for d in docs if d and d.get("kind") == "DaemonSet")
     containers = ds["spec"]["template"]["spec"]["containers"]
     agent = next(c for c in containers if "start" in c.get("args", []))
-    assert "--root-mount=/rootfs" in agent["args"]
+    assert {"--root=/rootfs", "--root-mount=/rootfs"} & set(agent["args"])

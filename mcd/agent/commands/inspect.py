@@ -20,13 +20,13 @@ from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
 from mcd.cluster.policies import PoliciesNotReady, cluster_policies, irreconcilable_overrides
 from mcd.model.errors import ConfigError
-from mcd.model.machineconfig import load_machine_config
+from mcd.model.machineconfig import MachineConfig, empty_machine_config, load_machine_config
 from mcd.model.node.health import STATE_ANNOTATION, describe_state
 from mcd.model.planning.applicability import HOST_SUPPORT_ANNOTATION, support_from_annotation
 from mcd.model.planning.plan import UpdatePlan, make_plan
 from mcd.model.planning.rebootkind import SOFT_REBOOT_ANNOTATION, soft_reboot_allowed
 from mcd.model.text import printable
-from mcd.model.vocabulary import SSH_ACCESSED, Annotation, NodeState
+from mcd.model.vocabulary import EMPTY_CONFIG_NAME, SSH_ACCESSED, Annotation, NodeState
 
 
 @dataclass
@@ -132,8 +132,7 @@ def plan_between(
 ) -> UpdatePlan:
     """The plan the agent would make: both configs and the policies read from the cluster;
     from the Node's ``annotations``, what its host can apply and its soft-reboot setting."""
-    old = load_machine_config(json.dumps(get_machine_config(kube, current)).encode())
-    new = load_machine_config(json.dumps(get_machine_config(kube, desired)).encode())
+    old, new = _config_named(kube, current), _config_named(kube, desired)
     a = annotations or {}
     return make_plan(
         old, new, cluster_policies(kube, timeout=0),
@@ -141,6 +140,14 @@ def plan_between(
         soft_reboot=soft_reboot_allowed(a.get(SOFT_REBOOT_ANNOTATION)),
         overrides=irreconcilable_overrides(kube),
     )  # fmt: skip
+
+
+def _config_named(kube: Kube, name: str) -> MachineConfig:
+    """The MachineConfig ``name``; the empty config in memory, never fetched (upstream
+    ``canonicalizeEmptyMC``)."""
+    if name == EMPTY_CONFIG_NAME:
+        return empty_machine_config()
+    return load_machine_config(json.dumps(get_machine_config(kube, name)).encode())
 
 
 def pending_plan(kube: Kube, node: str) -> UpdatePlan:

@@ -49,12 +49,23 @@ from mcd.model.ignition.config import decoding_once
 from mcd.model.machineconfig import MachineConfig, empty_machine_config
 from mcd.model.planning.plan import UpdatePlan, make_plan
 from mcd.model.text import goquote
-from mcd.model.vocabulary import FORCE_FILE, Annotation, NodeState, drain_required
+from mcd.model.vocabulary import (
+    EMPTY_CONFIG_NAME,
+    FORCE_FILE,
+    Annotation,
+    NodeState,
+    drain_required,
+)
 
 log = logging.getLogger(__name__)
 
 
 def fetch_config(ctx: Context, name: str) -> Config:
+    """The MachineConfig ``name`` from the API server; the empty config (``mco-empty-mc``, what
+    a node with no install-time config starts from) is never fetched: it lives in memory, as
+    upstream's ``canonicalizeEmptyMC`` (no MachineConfig of that name exists anywhere)."""
+    if name == EMPTY_CONFIG_NAME:
+        return _empty_config()
     try:
         obj = get_machine_config(ctx.kube, name)
     except MachineConfigNotFound as e:
@@ -84,8 +95,12 @@ def current_config(ctx: Context, node: Obj) -> Config:
         return Config(mc, document)
     if annotation:
         return fetch_config(ctx, annotation)
+    log.info("Node has no current config; starting from the empty config %s", EMPTY_CONFIG_NAME)
+    return _empty_config()
+
+
+def _empty_config() -> Config:
     empty = empty_machine_config()
-    log.info("Node has no current config; starting from the empty config %s", empty.name)
     return Config(empty, document_of(empty, None))
 
 
