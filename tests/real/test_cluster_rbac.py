@@ -37,7 +37,7 @@ NAMED = {"machineconfigurations": "cluster"}
 
 def namespace_for(resource: str) -> str:
     """Where the agent uses ``resource``: Nodes have none; its Leases (where
-    daemonset/02-rbac.yaml's Role grants them) and its Events about the Node (issue 32, as
+    daemonset/base/02-rbac.yaml's Role grants them) and its Events about the Node (issue 32, as
     upstream's) live in its own namespace (POD_NAMESPACE); the rest in ``default`` (the e2e
     pods it drains)."""
     return {"nodes": "", "leases": "mcd", "events": "mcd"}.get(resource, "default")

@@ -91,7 +91,7 @@ def test_the_shipped_units_name_their_root() -> None:
                 assert re.search(r"--root(-mount)?[ =]/(\s|$)", line), (unit.name, line)
             elif line.startswith("ExecStart=") and " mcd start" in line:
                 assert "--root-mount /" in line, (unit.name, line)
-    docs = list(yaml.safe_load_all((REPO / "daemonset/03-daemonset.yaml").read_text()))
+    docs = list(yaml.safe_load_all((REPO / "daemonset/base/03-daemonset.yaml").read_text()))
     ds = next(d for d in docs if d and d.get("kind") == "DaemonSet")
     containers = ds["spec"]["template"]["spec"]["containers"]
     agent = next(c for c in containers if "start" in c.get("args", []))
