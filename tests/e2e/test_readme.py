@@ -12,9 +12,15 @@ has no DaemonSet controller."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import http.client
+import json
+import socket
+import ssl
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +33,7 @@ from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.pools import POOLS
 from mcd.model.vocabulary import Annotation
 from tests.e2e.controller_harness import ControllerProc, Rebooter, get_pool, pool_condition, wait
-from tests.e2e.harness import REPO, AgentNode
+from tests.e2e.harness import REPO, AgentNode, free_port
 from tests.e2e.test_own_node_admission import bind_once, bound_kubeconfig
 from tests.fakes.kubecluster import TestCluster
 from tests.manifests import KUBERNETES, identity, objects
@@ -334,3 +340,170 @@ def test_the_quick_start(
             ctl.stop()
         for node in nodes:
             node.close()
+
+
+# -- add a node -----------------------------------------------------------------------------------
+
+
+def _server_args(port: int, tls: Path, kubeconfig: Path) -> list[str]:
+    """``mcd server`` as the plain overlay's Deployment runs it, on 127.0.0.1:``port``, with
+    the Secret's files where the pod mounts them (``tls``) and its ServiceAccount's token."""
+    deploy = next(d for d in objects(KUBERNETES)
+                  if d["kind"] == "Deployment" and d["metadata"]["name"] == "mcd-server")  # fmt: skip
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "tls"]
+    args = [a.replace(mount["mountPath"], str(tls)) for a in container["args"]]
+    return [*args, "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+
+
+def _fetch(pointer: Obj, ca: Path) -> tuple[int, bytes]:
+    """What Ignition does with the pointer config: GET its URL with its headers, trusting
+    its CA."""
+    source = pointer["ignition"]["config"]["replace"]
+    url = urllib.parse.urlsplit(source["source"])
+    headers = {h["name"]: h["value"] for h in source.get("httpHeaders") or []}
+    headers["Accept"] = "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1"
+    context = ssl.create_default_context(cafile=str(ca))
+    conn = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=30, context=context)
+    try:
+        conn.request("GET", url.path, headers=headers)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path, Path]:
+    """server.crt/server.key naming 127.0.0.1, and server-ca.crt (itself)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    crt, key, ca = directory / "server.crt", directory / "server.key", directory / "server-ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "2", "-subj", "/CN=mcd-server", "-addext",
+         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(crt)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    ca.write_bytes(crt.read_bytes())
+    return crt, key, ca
+
+
+def test_add_a_node(
+    install_cleanup: Shell, quick_start_cleanup: None, kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """The "Add a node" block on the quick start's pool: the TLS Secret, the install, a join
+    token as the machine's user data, the machine's Ignition fetching its pool's config once
+    with it (a second fetch is refused), and the server's log naming the node."""
+    shell, cluster = install_cleanup, kube_cluster
+    (block,) = sh_blocks("Add a node")
+    steps = commands(block)
+    crt, key, ca = _self_signed(tmp_path / "pki")
+    port = free_port()
+    files = {"server.crt": str(crt), "server.key": str(key), "server-ca.crt": str(ca),
+             "NODE-IP:30623": f"127.0.0.1:{port}"}  # fmt: skip
+
+    def substituted(step: Words) -> Words:
+        out = []
+        for word in step:
+            new = word
+            for old, value in files.items():
+                new = new.replace(old, value)
+            out.append(new)
+        return out
+
+    ctl: ControllerProc | None = None
+    server: subprocess.Popen[bytes] | None = None
+    server_log = tmp_path / "server.log"
+    user_data = tmp_path / "worker-7.ign"
+    try:
+        # the quick start's pool (no node yet), rendered by the controller
+        for step in steps:
+            line = " ".join(step)
+            if line.startswith("kubectl -n mcd create secret tls"):
+                shell.ok(substituted(step))
+            elif line.startswith("kubectl apply -k"):
+                shell.ok(step)
+                shell.ok(["kubectl", "wait", "--for", "condition=Established",
+                          "crd/machineconfigpools.machineconfiguration.openshift.io"])  # fmt: skip
+                shell.ok(["kubectl", "apply", "-f", "examples/pools/00-worker.yaml",
+                          "-f", "examples/pools/worker.yaml"])  # fmt: skip
+                account = _token_kubeconfig(cluster, "mcd-controller", tmp_path / "ctl.kubeconfig")
+                ctl = ControllerProc(cluster, tmp_path, "an", "mcd").start(
+                    "--kubeconfig", str(account)
+                )
+                wait(lambda: _target(cluster).startswith("rendered-worker-"), 60,
+                     "worker rendered", ctl.log)  # fmt: skip
+                # the Deployment's pod: the Secret mounted, the ServiceAccount's token
+                secret = cluster.kube.request(
+                    "GET", "/api/v1/namespaces/mcd/secrets/mcd-server-tls"
+                )
+                tls = tmp_path / "tls"
+                tls.mkdir()
+                for name in ("tls.crt", "tls.key"):
+                    (tls / name).write_bytes(base64.b64decode(secret["data"][name]))
+                sa = _token_kubeconfig(cluster, "mcd-server", tmp_path / "server.kubeconfig")
+                with server_log.open("wb") as log:
+                    server = subprocess.Popen(
+                        [sys.executable, "-m", "mcd", *_server_args(port, tls, sa)],
+                        stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                    )  # fmt: skip
+                _wait_listening(port, server, server_log)
+            elif line.startswith("mcd join-token create"):
+                words = substituted(step)
+                assert words[-2] == ">" and words[-1] == "worker-7.ign"
+                user_data.write_text(shell.ok(words[:-2]))
+            elif line.startswith("kubectl -n mcd logs deploy/mcd-server"):
+                # the machine boots with worker-7.ign (the block's comment): Ignition fetches
+                pointer = json.loads(user_data.read_text())
+                status, body = _fetch(pointer, ca)
+                assert status == 200, body[:200]
+                served = json.loads(body)
+                files_served = {f["path"]: f for f in served["storage"]["files"]}
+                annotations = files_served["/etc/machine-config-daemon/node-annotations.json"]
+                data = annotations["contents"]["source"]
+                assert _target(cluster) in urllib_unquote(data)
+                again, _ = _fetch(pointer, ca)
+                assert again == 403  # a join token is used once
+                assert step[-2:] == ["grep", "worker-7"]
+                said = [ln for ln in server_log.read_text().splitlines() if "worker-7" in ln]
+                assert any("Served" in ln and _target(cluster) in ln for ln in said), said
+            else:
+                raise AssertionError(f"a README command this test does not know: {line}")
+    finally:
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(5)
+        if ctl is not None:
+            ctl.stop()
+        with contextlib.suppress(ApiError):
+            cluster.kube.request("DELETE", "/api/v1/namespaces/mcd/secrets/mcd-server-tls")
+        for item in (
+            cluster.kube.request("GET", "/api/v1/namespaces/mcd/secrets").get("items") or []
+        ):
+            if item["metadata"]["name"].startswith("mcd-join-"):
+                with contextlib.suppress(ApiError):
+                    cluster.kube.request(
+                        "DELETE", f"/api/v1/namespaces/mcd/secrets/{item['metadata']['name']}"
+                    )
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    def up() -> bool:
+        assert proc.poll() is None, log.read_text()
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return True
+        return False
+
+    wait(up, 30, "mcd server listening", log.read_text)
+
+
+def urllib_unquote(source: str) -> str:
+    """A data: URL's text (percent-encoded or base64)."""
+    head, _, data = source.partition(",")
+    return (
+        base64.b64decode(data).decode() if head.endswith(";base64") else urllib.parse.unquote(data)
+    )
