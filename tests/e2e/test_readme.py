@@ -41,6 +41,7 @@ from tests.readme import commands, sh_blocks
 
 Obj = dict[str, Any]
 Words = list[str]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/mcd/leases"
 REAL_ONLY = "the fake API server establishes no CRDs and runs no DaemonSet controller"
 
 
@@ -94,14 +95,25 @@ def install_cleanup(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[Shell
     shell = Shell(kube_cluster, tmp_path)
     expected = [identity(d) for d in objects(KUBERNETES)]
     before = {i for i in expected if _exists(kube_cluster, shell, i)}
+    leases = set(_leases(kube_cluster))
     try:
         yield shell
     finally:
+        for name in set(_leases(kube_cluster)) - leases:  # the controller's, the agents'
+            with contextlib.suppress(ApiError):
+                kube_cluster.kube.request("DELETE", f"{LEASES}/{name}")
         made = [i for i in expected if i not in before
                 and i[0] not in ("CustomResourceDefinition", "Namespace")]  # fmt: skip
         for kind, ns, name in reversed(made):
             shell.run(["kubectl", "delete", "--ignore-not-found", "--wait=true",
                        *(["-n", ns] if ns else []), f"{kind.lower()}/{name}"])  # fmt: skip
+
+
+def _leases(cluster: TestCluster) -> list[str]:
+    with contextlib.suppress(ApiError):
+        items = cluster.kube.request("GET", LEASES).get("items") or []
+        return [i["metadata"]["name"] for i in items]
+    return []
 
 
 def test_install_on_a_cluster(install_cleanup: Shell) -> None:

@@ -75,8 +75,8 @@ def test_the_shipped_cluster_role_is_what_the_real_authorizer_enforces(agent: Ku
     assert refused.value.status == 403
 
 
-CONTROLLER_RBAC = RBAC.parent / "05-controller-rbac.yaml"
-SELF_DRAIN_RBAC = RBAC.parent / "optional" / "self-drain-rbac.yaml"
+CONTROLLER_RBAC = RBAC.parents[1] / "kubernetes" / "05-controller-rbac.yaml"
+SELF_DRAIN_RBAC = RBAC.parents[1] / "optional" / "self-drain-rbac.yaml"
 EVICT = ("", "pods/eviction", "create")
 PODS = [("", "pods", "list"), ("", "pods", "get")]
 
