@@ -16,6 +16,7 @@ import base64
 import contextlib
 import http.client
 import json
+import shutil
 import socket
 import ssl
 import subprocess
@@ -56,8 +57,10 @@ class Shell:
     def run(self, words: Words) -> subprocess.CompletedProcess[str]:
         program, *args = words
         if program == "kubectl":
+            kubectl = shutil.which("kubectl")  # the one the tests use (Debian's in CI)
+            assert kubectl, "kubectl is not installed: run scripts/setup.sh"
             argv = [
-                "kubectl",
+                kubectl,
                 f"--kubeconfig={self.cluster.kubeconfig}",
                 f"--cache-dir={self.cache}",
             ]
