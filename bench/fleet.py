@@ -274,7 +274,7 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 def install(kube: Kube) -> None:
     for name in ("01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml"):
-        doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
+        doc = yaml.safe_load((REPO / "daemonset" / "kubernetes" / name).read_text())
         kube.request("POST", CRD_PATH, body=doc)
         path = f"{CRD_PATH}/{doc['metadata']['name']}"
         wait_for(lambda p=path: _established(kube, p), 60, f"CRD {name}")  # type: ignore[misc]

@@ -104,8 +104,10 @@ def show(title: str, rates: dict[Key, float]) -> None:
 
 
 def pool_crd(kube: Kube) -> None:
-    """The MachineConfigPool CRD (``daemonset/``), served."""
-    doc = yaml.safe_load((REPO / "daemonset" / "04-machineconfigpool-crd.yaml").read_text())
+    """The MachineConfigPool CRD (``daemonset/kubernetes/``), served."""
+    doc = yaml.safe_load(
+        (REPO / "daemonset" / "kubernetes" / "04-machineconfigpool-crd.yaml").read_text()
+    )
     kube.request("POST", CRDS, body=doc)
     deadline = time.monotonic() + 60
     while True:

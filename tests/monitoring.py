@@ -18,7 +18,7 @@ from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.service import ControllerMetrics
 
 REPO = Path(__file__).resolve().parents[1]
-RULES = REPO / "daemonset" / "monitoring" / "20-prometheusrule.yaml"
+RULES = REPO / "daemonset" / "kubernetes" / "monitoring" / "20-prometheusrule.yaml"
 OPENSHIFT_RULES = REPO / "daemonset" / "openshift" / "monitoring" / "20-prometheusrule.yaml"
 RULES_TEST = REPO / "tests" / "data" / "monitoring" / "rules.test.yaml"
 DASHBOARD = REPO / "dashboards" / "mcd-rollouts.json"

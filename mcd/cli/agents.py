@@ -1,7 +1,7 @@
 """Is a node's agent running? What ``mcd status --cluster`` asks before it believes a node's
 ``state`` annotation: an agent that is not running wrote it, and nothing updates it.
 
-Two signs, either is enough: a pod of the DaemonSet (``daemonset/03-daemonset.yaml``: label
+Two signs, either is enough: a pod of the DaemonSet (``daemonset/base/03-daemonset.yaml``: label
 ``app.kubernetes.io/name=mcd``) on the node that is Running and Ready, or, for an agent
 outside pods (``mcd start`` as a host service), the node Lease it renews
 (:mod:`mcd.cluster.nodelease`: named after the node, holder ``<pod or host>_<8 hex>[@machine]``)

@@ -180,7 +180,7 @@ class NodeLease:
                 self.unavailable = str(e)
                 log.error(
                     "Cannot use Lease %s/%s (%s): running without it; only the on-host writer "
-                    "lock keeps a second agent from writing (apply daemonset/02-rbac.yaml)",
+                    "lock keeps a second agent from writing (apply daemonset/base/02-rbac.yaml)",
                     self.namespace, self.name, e,
                 )  # fmt: skip
                 return True

@@ -68,7 +68,7 @@ class UpstreamGuard:
                 return self.runs
             self.runs = (
                 f"cannot tell whether it runs: {e} (the controller's ClusterRole, "
-                "daemonset/05-controller-rbac.yaml, lets it get both by name)"
+                "daemonset/kubernetes/05-controller-rbac.yaml, lets it get both by name)"
             )
         self.unknown = False
         return self.runs

@@ -73,7 +73,7 @@ def _crds(kube_cluster: TestCluster) -> Iterator[None]:
         yield
         return
     for name, plural in CRDS.items():
-        doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
+        doc = yaml.safe_load((REPO / "daemonset" / "kubernetes" / name).read_text())
         install_crd(kube_cluster.kube, doc, f"/apis/machineconfiguration.openshift.io/v1/{plural}")
     yield
     for mc in kube_cluster.kube.request("GET", MACHINECONFIGS).get("items") or []:
@@ -534,7 +534,7 @@ def test_a_window_closing_with_nodes_left(kube_cluster: TestCluster, tmp_path: P
         assert ctl.stop() == 0, ctl.log()[-3000:]
 
 
-RBAC = REPO / "daemonset" / "05-controller-rbac.yaml"
+RBAC = REPO / "daemonset" / "kubernetes" / "05-controller-rbac.yaml"
 
 
 @pytest.mark.fake_only("reads every request the controller made from the server's log")
@@ -545,7 +545,7 @@ def test_controller_rbac_is_exactly_what_it_uses(
     informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
     evictions, the MachineConfigNode of a blocked drain, the MachineConfigNodes of a pool naming
     PinnedImageSets, MachineConfiguration's overrides, lastAppliedDrain, Events, the prune of an
-    unused rendered config) is allowed by daemonset/05-controller-rbac.yaml, and every rule there
+    unused rendered config) is allowed by daemonset/kubernetes/05-controller-rbac.yaml, and every rule there
     is used."""
     cluster = kube_cluster
     ns = cluster.namespace("ctl")

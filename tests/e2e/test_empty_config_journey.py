@@ -90,7 +90,7 @@ def _crds(kube_cluster: TestCluster) -> Iterator[None]:
         "04-machineconfigpool-crd.yaml": "machineconfigpools",
     }
     for name, plural in crds.items():
-        doc = yaml.safe_load((REPO / "daemonset" / name).read_text())
+        doc = yaml.safe_load((REPO / "daemonset" / "kubernetes" / name).read_text())
         install_crd(kube_cluster.kube, doc, f"/apis/machineconfiguration.openshift.io/v1/{plural}")
     yield
     for mc in kube_cluster.kube.request("GET", MACHINECONFIGS).get("items") or []:

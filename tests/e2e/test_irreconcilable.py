@@ -46,7 +46,7 @@ def test_an_allowed_storage_change_is_applied_and_reported_on_the_mcn(
     kube_cluster: TestCluster,
     machine_configuration: None,  # noqa: F811
 ) -> None:
-    """Also on a real kube-apiserver (upstream's MachineConfiguration CRD, daemonset/08's
+    """Also on a real kube-apiserver (upstream's MachineConfiguration CRD, daemonset/kubernetes/08's
     MachineConfigNode CRD: the report passes its schema)."""
     node = make_node()
     base = boot_on(node, kube_cluster)

@@ -53,7 +53,7 @@ def wait_condition(
 def test_node_degraded_follows_a_failed_update_and_its_recovery(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    """Also on a real kube-apiserver: the session installs daemonset/08's MachineConfigNode
+    """Also on a real kube-apiserver: the session installs daemonset/kubernetes/08's MachineConfigNode
     CRD, so the conditions pass its schema and the agent's ClusterRole."""
     node = make_node()
     boot_on(node, kube_cluster)
@@ -119,7 +119,7 @@ def create_machine_configuration(cluster: TestCluster, obj: Obj) -> None:
 def test_reload_policy_reports_the_reloaded_service(
     make_node: NodeFactory, kube_cluster: TestCluster, machine_configuration: None
 ) -> None:
-    """Also on a real kube-apiserver, with upstream's MachineConfiguration CRD and daemonset/08's
+    """Also on a real kube-apiserver, with upstream's MachineConfiguration CRD and daemonset/kubernetes/08's
     MachineConfigNode CRD; the count of status writes is checked on the fake only."""
     user = {"files": [{"path": "/etc/app", "actions": [
         {"type": "Reload", "reload": {"serviceName": "app.service"}}]}]}  # fmt: skip

@@ -22,7 +22,7 @@ Obj = dict[str, Any]
 def test_image_mode_node_reports_config_image_and_its_conditions(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:
-    """Also on a real kube-apiserver: daemonset/08's CRD holds configImage, so the writes
+    """Also on a real kube-apiserver: daemonset/kubernetes/08's CRD holds configImage, so the writes
     pass its schema (and its image reference rules)."""
     node = make_node(fake_systemd=True)
     boot_on(node, kube_cluster)

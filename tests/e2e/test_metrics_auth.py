@@ -32,7 +32,10 @@ def shipped(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[None]:
     """The namespace and the controller's RBAC as shipped (what was not there is removed)."""
     if kube_cluster.fake is not None:
         pytest.skip("token and access reviews need a real kube-apiserver (MCD_TEST_KUBECONFIG)")
-    files = [DAEMONSET / "00-namespace.yaml", DAEMONSET / "05-controller-rbac.yaml"]
+    files = [
+        DAEMONSET / "base" / "00-namespace.yaml",
+        DAEMONSET / "kubernetes" / "05-controller-rbac.yaml",
+    ]
     docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if d]
     added = [_path(d) for d in docs if not present(kube_cluster.kube, _path(d))]
     try:

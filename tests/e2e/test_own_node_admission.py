@@ -1,4 +1,4 @@
-"""Own-Node admission (issue 17): ``daemonset/07-own-node-admission.yaml`` lets mcd's
+"""Own-Node admission (issue 17): ``daemonset/base/07-own-node-admission.yaml`` lets mcd's
 ServiceAccount change only the Node its token is bound to. Proven on a real kube-apiserver
 (``MCD_TEST_KUBECONFIG``, with kube-controller-manager for the DaemonSet pod): the agent runs
 with the token of a DaemonSet pod on its node, as it does in the cluster, and a whole update
@@ -27,13 +27,13 @@ from tests.integration.test_kubectl import kubectl
 
 DAEMONSET = Path(__file__).resolve().parents[2] / "daemonset"
 INSTALL = [
-    "00-namespace.yaml",
-    "01-machineconfig-crd.yaml",
-    "02-rbac.yaml",
-    "05-controller-rbac.yaml",
-    "08-machineconfignode-crd.yaml",
+    "base/00-namespace.yaml",
+    "kubernetes/01-machineconfig-crd.yaml",
+    "base/02-rbac.yaml",
+    "kubernetes/05-controller-rbac.yaml",
+    "kubernetes/08-machineconfignode-crd.yaml",
 ]
-POLICY = DAEMONSET / "07-own-node-admission.yaml"
+POLICY = DAEMONSET / "base" / "07-own-node-admission.yaml"
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 AGENT_ATTR = "agent_kubeconfig"  # the agents' own kubeconfig in a real-cluster session
 DENIED = "mcd's ServiceAccount may change only the node its token is bound to"

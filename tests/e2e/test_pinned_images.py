@@ -5,8 +5,8 @@ images of the sets the node's pool names are pulled over the node's CRI socket, 
 MachineConfigNode as upstream's ``PinnedImageSetManager`` does; a failed pull, a full disk and
 too little allocatable storage are reported as upstream reports them; the controller's pass
 rolls the node's progress up into the pool's ``status.poolSynchronizersStatus``. Also on a real
-kube-apiserver, with daemonset/04's MachineConfigPool CRD (upstream's ``spec.pinnedImageSets``
-and ``status.poolSynchronizersStatus``) and daemonset/10's PinnedImageSet CRD."""
+kube-apiserver, with daemonset/kubernetes/04's MachineConfigPool CRD (upstream's ``spec.pinnedImageSets``
+and ``status.poolSynchronizersStatus``) and daemonset/kubernetes/10's PinnedImageSet CRD."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ CRDS = {
 
 @pytest.fixture(autouse=True)
 def _crds(kube_cluster: TestCluster) -> Iterator[None]:
-    """On a real cluster: daemonset/04 and daemonset/10 as shipped (replacing an older copy),
+    """On a real cluster: daemonset/kubernetes/04 and 10 as shipped (replacing an older copy),
     established before the test (the fake serves both built in)."""
     if kube_cluster.fake is None:
         for file, served in CRDS.items():
-            doc = yaml.safe_load((REPO / "daemonset" / file).read_text())
+            doc = yaml.safe_load((REPO / "daemonset" / "kubernetes" / file).read_text())
             install_crd(kube_cluster.kube, doc, served)
     yield
 

@@ -8,7 +8,7 @@ accepted and never happens, so the infra pool's rollout makes no progress
 (``MCDRolloutNoProgress``) and the node waits for its reboot (``MCDRebootPending``). The alerts
 are read from Prometheus' ``/api/v1/alerts``.
 
-The rules are a test copy of ``daemonset/monitoring/20-prometheusrule.yaml`` with short waits,
+The rules are a test copy of ``daemonset/kubernetes/monitoring/20-prometheusrule.yaml`` with short waits,
 the only change: every ``for:`` is 2 s instead of minutes or an hour, and the no-progress
 threshold is 5 s instead of 1800 (the test would otherwise take 30 minutes). Every query of the
 dashboard is run against the same server."""

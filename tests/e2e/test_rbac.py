@@ -1,4 +1,4 @@
-"""The ClusterRole in ``daemonset/02-rbac.yaml`` is exactly what ``mcd start`` uses with
+"""The ClusterRole in ``daemonset/base/02-rbac.yaml`` is exactly what ``mcd start`` uses with
 ``--drain-mode controller`` (the DaemonSet's default): every request the agent makes in the e2e
 scenarios is recorded by the API server and compared with the rules, both ways (issue 7); the
 agent reads no pod and evicts nothing (issue 28). ``--drain-mode self`` needs exactly what
@@ -23,8 +23,8 @@ from tests.fakes import cri
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.kubecluster import TestCluster
 
-RBAC = Path(__file__).resolve().parents[2] / "daemonset" / "02-rbac.yaml"
-SELF_DRAIN_RBAC = RBAC.parent / "optional" / "self-drain-rbac.yaml"
+RBAC = Path(__file__).resolve().parents[2] / "daemonset" / "base" / "02-rbac.yaml"
+SELF_DRAIN_RBAC = RBAC.parents[1] / "optional" / "self-drain-rbac.yaml"
 Permission = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 

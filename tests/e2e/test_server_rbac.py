@@ -1,5 +1,5 @@
 """``mcd server`` on a real kube-apiserver (``MCD_TEST_KUBECONFIG``) with the token of its own
-ServiceAccount (``daemonset/09-server.yaml``): the shipped RBAC lets it read the pool, the
+ServiceAccount (``daemonset/kubernetes/09-server.yaml``): the shipped RBAC lets it read the pool, the
 rendered config and its join-token Secret (in the tokens' own namespace) and mark the token
 used, and nothing else (no other Secret, even in its own namespace; no listing Secrets, no
 creating tokens, no writing pools or Nodes)."""
@@ -24,7 +24,11 @@ from tests.integration.test_kubectl import kubectl
 from tests.integration.test_server_ignition import IGN33, make_pool, start_server
 
 DAEMONSET = Path(__file__).resolve().parents[2] / "daemonset"
-INSTALL = ["00-namespace.yaml", "01-machineconfig-crd.yaml", "04-machineconfigpool-crd.yaml"]
+INSTALL = [
+    "base/00-namespace.yaml",
+    "kubernetes/01-machineconfig-crd.yaml",
+    "kubernetes/04-machineconfigpool-crd.yaml",
+]
 RBAC_KINDS = {
     "Namespace",
     "ServiceAccount",
@@ -39,7 +43,7 @@ Obj = dict[str, Any]
 
 
 def server_rbac() -> list[Obj]:
-    docs = yaml.safe_load_all((DAEMONSET / "09-server.yaml").read_text())
+    docs = yaml.safe_load_all((DAEMONSET / "kubernetes" / "09-server.yaml").read_text())
     return [d for d in docs if d and d["kind"] in RBAC_KINDS]
 
 

@@ -30,7 +30,7 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.test_controller import _crds  # noqa: F401  # the pool CRD on a real cluster
 from tests.fakes.kubecluster import TestCluster
 
-DS_LABELS = {"app.kubernetes.io/name": "mcd"}  # daemonset/03-daemonset.yaml's selector
+DS_LABELS = {"app.kubernetes.io/name": "mcd"}  # daemonset/base/03-daemonset.yaml's selector
 IMAGE = "registry.invalid/mcd/mcd:does-not-exist"
 
 

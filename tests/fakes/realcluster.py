@@ -33,8 +33,8 @@ from tests.real.cache import cache_dir, locked
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = [
-    "00-namespace.yaml", "01-machineconfig-crd.yaml", "02-rbac.yaml",
-    "optional/self-drain-rbac.yaml", "08-machineconfignode-crd.yaml",
+    "base/00-namespace.yaml", "kubernetes/01-machineconfig-crd.yaml", "base/02-rbac.yaml",
+    "optional/self-drain-rbac.yaml", "kubernetes/08-machineconfignode-crd.yaml",
 ]  # fmt: skip
 """What a session installs; the e2e agents drain by themselves (``--drain-mode self``, the
 harness's default) with the opt-in self-drain role, as an admin who chose that mode would."""
@@ -134,7 +134,7 @@ class RealClusterSession:
     def _agent_credentials(self) -> None:
         """A kubeconfig with a token of ServiceAccount mcd/mcd, for the agents."""
         sa = next(
-            d for d in yaml.safe_load_all((REPO / "daemonset/02-rbac.yaml").read_text())
+            d for d in yaml.safe_load_all((REPO / "daemonset/base/02-rbac.yaml").read_text())
             if d and d["kind"] == "ServiceAccount"
         )  # fmt: skip
         ns, name = sa["metadata"]["namespace"], sa["metadata"]["name"]

@@ -1,51 +1,137 @@
-"""The install manifests in ``daemonset/``: applied with the real kubectl to the test API server,
-and checked for what the DaemonSet must carry (issue 7)."""
+"""The install as kustomize overlays (``daemonset/``): rendered by the real kubectl, applied to
+the test API server with ``kubectl apply -k``, and checked for what each must and must not carry
+(issue 7; issue 40: the OpenShift overlay leaves upstream's controller, server and CRDs alone)."""
 
 from __future__ import annotations
 
 import contextlib
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from mcd.cluster.api import ApiError
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_kubectl import kubectl
+from tests.manifests import (
+    DAEMONSET,
+    KUBERNETES,
+    KUSTOMIZATION_KEYS,
+    OPENSHIFT,
+    OPTIONAL,
+    OVERLAYS,
+    identity,
+    kustomization,
+    objects,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-MANIFESTS = REPO / "daemonset"
+CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+PLAIN_INSTALL_BEFORE = {
+    ("Namespace", "", "mcd"),
+    ("CustomResourceDefinition", "", "machineconfigs.machineconfiguration.openshift.io"),
+    ("CustomResourceDefinition", "", "machineconfigpools.machineconfiguration.openshift.io"),
+    ("CustomResourceDefinition", "", "machineconfignodes.machineconfiguration.openshift.io"),
+    ("CustomResourceDefinition", "", "pinnedimagesets.machineconfiguration.openshift.io"),
+    ("ServiceAccount", "mcd", "mcd"),
+    ("ClusterRole", "", "mcd"),
+    ("ClusterRoleBinding", "", "mcd"),
+    ("Role", "mcd", "mcd-lease"),
+    ("RoleBinding", "mcd", "mcd-lease"),
+    ("DaemonSet", "mcd", "mcd"),
+    ("ServiceAccount", "mcd", "mcd-controller"),
+    ("ClusterRole", "", "mcd-controller"),
+    ("ClusterRole", "", "mcd-metrics-reader"),
+    ("ClusterRoleBinding", "", "mcd-controller"),
+    ("Role", "mcd", "mcd-controller"),
+    ("RoleBinding", "mcd", "mcd-controller"),
+    ("Deployment", "mcd", "mcd-controller"),
+    ("ValidatingAdmissionPolicy", "", "mcd-own-node"),
+    ("ValidatingAdmissionPolicyBinding", "", "mcd-own-node"),
+    ("ValidatingAdmissionPolicy", "", "mcd-controller-lease"),
+    ("ValidatingAdmissionPolicyBinding", "", "mcd-controller-lease"),
+    ("ServiceAccount", "mcd", "mcd-server"),
+    ("ClusterRole", "", "mcd-server"),
+    ("ClusterRoleBinding", "", "mcd-server"),
+    ("Role", "mcd", "mcd-server"),
+    ("RoleBinding", "mcd", "mcd-server"),
+    ("Service", "mcd", "mcd-server"),
+    ("Deployment", "mcd", "mcd-server"),
+}
+"""What ``kubectl apply -f daemonset/`` installed before the overlays (commit b1ac36e)."""
 
 
 def documents() -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for path in sorted(MANIFESTS.glob("*.yaml")):
-        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
-    return docs
+    return objects(KUBERNETES)
 
 
-def test_kubectl_apply_of_every_manifest(kube_cluster: TestCluster, tmp_path: Path) -> None:
-    if kube_cluster.fake is None:  # a real cluster: never install cluster-wide objects from a test
-        with namespace_for_dry_run(kube_cluster):
-            dry = kubectl(kube_cluster, tmp_path, "apply", "--dry-run=server", "-f", str(MANIFESTS))
-        assert dry.returncode == 0, dry.stderr
-        return
-    # the fake serves no OpenAPI schemas, so kubectl's client-side schema check is off here
-    applied = kubectl(kube_cluster, tmp_path, "apply", "--validate=false", "-f", str(MANIFESTS))
-    assert applied.returncode == 0, applied.stderr
-    for doc in documents():
-        kind, name = doc["kind"].lower(), doc["metadata"]["name"]
-        assert (
-            f"{kind}.{doc['apiVersion'].split('/')[0]}/{name}" in applied.stdout
-            or f"{kind}/{name}" in applied.stdout
+def kubectl_binary() -> str:
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.fail(
+            "kubectl is not installed: run scripts/setup.sh (Debian package kubernetes-client)"
         )
-    again = kubectl(kube_cluster, tmp_path, "apply", "--validate=false", "-f", str(MANIFESTS))
-    assert again.returncode == 0, again.stderr
-    assert "unchanged" in again.stdout
-    got = kubectl(kube_cluster, tmp_path, "get", "daemonset", "-n", "mcd", "mcd", "-o", "name")
-    assert got.stdout.strip() == "daemonset.apps/mcd"
+    return binary
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_overlay_renders_with_kubectl_kustomize(overlay: str) -> None:
+    """The kubectl the tests use (Debian's 1.20 in CI, whose kustomize is v2.0.3) renders each
+    overlay, and it renders exactly the objects its files hold."""
+    directory = OVERLAYS[overlay]
+    assert set(kustomization(directory)) <= KUSTOMIZATION_KEYS
+    rendered = subprocess.run(
+        [kubectl_binary(), "kustomize", str(directory)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    got = [identity(d) for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert sorted(got) == sorted(identity(d) for d in objects(directory))
+
+
+def test_every_manifest_is_in_exactly_one_overlay_or_optional() -> None:
+    listed: list[Path] = []
+    for directory in [DAEMONSET / "base", *OVERLAYS.values()]:
+        k = kustomization(directory)
+        listed.extend((directory / f).resolve() for f in k.get("resources") or [])
+    files = [
+        p.resolve() for p in DAEMONSET.rglob("*.yaml")
+        if p.name != "kustomization.yaml" and OPTIONAL not in p.parents
+    ]  # fmt: skip
+    assert sorted(listed) == sorted(files)
+
+
+def test_the_kubernetes_overlay_installs_what_apply_f_daemonset_did() -> None:
+    got = {identity(d) for d in objects(KUBERNETES)}
+    assert got >= PLAIN_INSTALL_BEFORE
+    assert {i for i in got if i[0] == "NetworkPolicy"} == {
+        ("NetworkPolicy", "mcd", "mcd-default-deny-ingress"),
+        ("NetworkPolicy", "mcd", "mcd-controller-metrics"),
+        ("NetworkPolicy", "mcd", "mcd-server"),
+    }
+
+
+def test_the_openshift_overlay_leaves_upstreams_controller_server_and_crds_alone() -> None:
+    """Upstream's machine-config-controller and -server run there and the Machine Config
+    Operator owns the CRDs: the overlay holds the agent and what it needs, nothing else."""
+    docs = objects(OPENSHIFT)
+    kinds = {d["kind"] for d in docs}
+    assert "CustomResourceDefinition" not in kinds
+    assert not {"Deployment", "Service", "StatefulSet"} & kinds
+    names = {d["metadata"]["name"] for d in docs}
+    assert not {n for n in names if n.startswith(("mcd-controller", "mcd-server"))} - {
+        "mcd-controller-lease"  # the admission policy: mcd-controller's ServiceAccount is absent
+    }
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    assert identity(ds) == ("DaemonSet", "mcd", "mcd")
+    (container,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "--drain-mode=controller" in container["args"]  # upstream's controller drains
+    monitoring = objects(OVERLAYS["openshift/monitoring"])
+    assert not [d for d in monitoring if "controller" in d["metadata"]["name"]]
 
 
 def test_the_daemonset_asks_the_controller_to_drain() -> None:
@@ -77,8 +163,6 @@ def test_daemonset_runs_privileged_on_every_node_with_probes() -> None:
     assert container["resources"]["requests"]["memory"]
 
 
-OPENSHIFT = MANIFESTS / "openshift"
-OPTIONAL = MANIFESTS / "optional"
 MCO_NS = "openshift-machine-config-operator"  # where OpenShift keeps kubeconfig-data
 
 
@@ -87,67 +171,177 @@ def _sa_subjects(doc: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def test_openshift_set_grants_the_security_context_constraints_the_pods_need() -> None:
-    grants = [
-        d for p in sorted(OPENSHIFT.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d
-    ]
+    grants = [d for d in objects(OPENSHIFT) if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     roles = {d["metadata"]["name"]: d for d in grants if d["kind"] == "ClusterRole"}
     scc_of = {}
     for b in (d for d in grants if d["kind"] == "ClusterRoleBinding"):
-        (rule,) = roles[b["roleRef"]["name"]]["rules"]
+        role = roles.get(b["roleRef"]["name"])
+        sccs = [
+            r
+            for r in (role or {}).get("rules", [])
+            if "securitycontextconstraints" in r["resources"]
+        ]
+        if not sccs:
+            continue
+        (rule,) = sccs
         assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == (
             ["security.openshift.io"], ["securitycontextconstraints"], ["use"],
         )  # fmt: skip
         for subject in _sa_subjects(b):
             scc_of[subject] = rule["resourceNames"]
-    plain = documents()
-    ds = next(d for d in plain if d["kind"] == "DaemonSet")
-    deploy = next(d for d in plain if d["kind"] == "Deployment")
+    ds = next(d for d in objects(OPENSHIFT) if d["kind"] == "DaemonSet")
     agent = (ds["metadata"]["namespace"], ds["spec"]["template"]["spec"]["serviceAccountName"])
-    ctl = (
-        deploy["metadata"]["namespace"],
-        deploy["spec"]["template"]["spec"]["serviceAccountName"],
-    )
-    # the agent is privileged with the host's namespaces: only "privileged" admits it
-    assert scc_of[agent] == ["privileged"]
-    # the controller runs as a fixed non-root UID: "nonroot-v2", nothing more
-    (container,) = deploy["spec"]["template"]["spec"]["containers"]
-    assert container["securityContext"]["runAsUser"] != 0
-    assert scc_of[ctl] == ["nonroot-v2"]
-    server = ("mcd", "mcd-server")  # as the controller (daemonset/09-server.yaml)
-    assert scc_of[server] == ["nonroot-v2"]
-    assert set(scc_of) == {agent, ctl, server}
-    namespace = next(d for d in plain if d["kind"] == "Namespace")
+    # the agent is privileged with the host's namespaces: only "privileged" admits it; nothing
+    # else of mcd runs there (no controller, no server), so nothing else is granted an SCC
+    assert scc_of == {agent: ["privileged"]}
+    namespace = next(d for d in objects(OPENSHIFT) if d["kind"] == "Namespace")
     assert namespace["metadata"]["annotations"]["openshift.io/node-selector"] == ""
+
+
+def _policies_for(docs: list[dict[str, Any]], labels: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        p for p in docs if p["kind"] == "NetworkPolicy"
+        and all(labels.get(k) == v for k, v in p["spec"]["podSelector"].get("matchLabels", {}).items())
+    ]  # fmt: skip
+
+
+def test_network_policies_let_in_only_what_needs_a_port() -> None:
+    """Every pod of the plain install on the pod network refuses connections (a default deny),
+    except: Prometheus to the controller's metrics port, any address (joining machines, through
+    the NodePort) to the server's TLS port. The agents run on the host network, where no policy
+    applies, and listen on loopback only."""
+    docs = objects(KUBERNETES)
+    ns_of = {d["metadata"]["namespace"] for d in docs if d["kind"] in ("Deployment", "DaemonSet")}
+    assert ns_of == {"mcd"}
+    (deny,) = [p for p in docs if p["kind"] == "NetworkPolicy" and p["spec"]["podSelector"] == {}]
+    assert deny["spec"]["policyTypes"] == ["Ingress"] and not deny["spec"].get("ingress")
+    allowed: dict[str, list[tuple[int, list[dict[str, Any]]]]] = {}
+    for deploy in (d for d in docs if d["kind"] == "Deployment"):
+        labels = deploy["spec"]["template"]["metadata"]["labels"]
+        (container,) = deploy["spec"]["template"]["spec"]["containers"]
+        listening = {p["containerPort"] for p in container["ports"]}
+        rules = [r for p in _policies_for(docs, labels) for r in p["spec"].get("ingress", [])]
+        ports = {port["port"] for r in rules for port in r["ports"]}
+        assert ports == listening, deploy["metadata"]["name"]  # nothing opened that nothing serves
+        probes = {container[p]["httpGet"]["port"] for p in ("livenessProbe", "readinessProbe")}
+        assert probes <= listening  # the kubelet probes from the node: always let in
+        allowed[deploy["metadata"]["name"]] = [
+            (port["port"], r["from"]) for r in rules for port in r["ports"]
+        ]
+    (controller,) = allowed["mcd-controller"]
+    assert controller[0] == 8798
+    (prometheus,) = controller[1]
+    assert prometheus["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}
+    scraper_ns = prometheus["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    monitoring = objects(KUBERNETES / "monitoring")
+    binding = next(
+        b for b in monitoring if b["metadata"]["name"] == "mcd-metrics-reader-prometheus"
+    )
+    assert {s["namespace"] for s in binding["subjects"]} == {scraper_ns}  # the same Prometheus
+    (server,) = allowed["mcd-server"]
+    assert server == (22623, [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}])
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    assert ds["spec"]["template"]["spec"]["hostNetwork"] is True
+    (agent,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-url=127.0.0.1:8797" in agent["args"]
+
+
+def test_kubectl_apply_k_of_the_kubernetes_overlay(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """``kubectl apply -k daemonset/kubernetes`` as the README says: every object created, the
+    CRDs Established and served; applied again, nothing new. On a real cluster what the
+    apply created is deleted after (the CRDs stay: the session's tests use the same ones),
+    so the admission policies never judge another test's requests."""
+    expected = [identity(d) for d in documents()]
+    before = {
+        i for i in expected if kube_cluster.fake is None and _exists(kube_cluster, tmp_path, i)
+    }
+    extra = ["--validate=false"] if kube_cluster.fake is not None else []  # the fake has no OpenAPI
+    try:
+        applied = kubectl(kube_cluster, tmp_path, "apply", *extra, "-k", str(KUBERNETES))
+        assert applied.returncode == 0, applied.stderr
+        for d in documents():
+            kind, name = d["kind"].lower(), d["metadata"]["name"]
+            assert (
+                f"{kind}.{d['apiVersion'].split('/')[0]}/{name}" in applied.stdout
+                or f"{kind}/{name}" in applied.stdout
+            ), name
+        if kube_cluster.fake is None:
+            for crd in (d for d in documents() if d["kind"] == "CustomResourceDefinition"):
+                _wait_established(kube_cluster, crd)
+        again = kubectl(kube_cluster, tmp_path, "apply", *extra, "-k", str(KUBERNETES))
+        assert again.returncode == 0, again.stderr
+        # nothing new (a real kube-apiserver has kubectl report the ValidatingAdmissionPolicies
+        # "configured" again: the client-side patch still names their lists, though `kubectl
+        # diff` shows no change; the objects stay as shipped)
+        assert "created" not in again.stdout, again.stdout
+        got = kubectl(kube_cluster, tmp_path, "get", "daemonset", "-n", "mcd", "mcd", "-o", "name")
+        assert got.stdout.strip() == "daemonset.apps/mcd"
+    finally:
+        if kube_cluster.fake is None:
+            made = [
+                i
+                for i in expected
+                if i not in before and i[0] not in ("CustomResourceDefinition", "Namespace")
+            ]
+            for kind, ns, name in reversed(made):
+                kubectl(kube_cluster, tmp_path, "delete", "--ignore-not-found", "--wait=true",
+                        *(["-n", ns] if ns else []), f"{kind.lower()}/{name}")  # fmt: skip
+
+
+def _exists(cluster: TestCluster, tmp_path: Path, ident: tuple[str, str, str]) -> bool:
+    kind, ns, name = ident
+    got = kubectl(cluster, tmp_path, "get", "--ignore-not-found", "-o", "name",
+                  *(["-n", ns] if ns else []), f"{kind.lower()}/{name}")  # fmt: skip
+    return bool(got.stdout.strip())
+
+
+def _wait_established(cluster: TestCluster, crd: dict[str, Any], timeout: float = 120.0) -> None:
+    path = f"{CRD_API}/{crd['metadata']['name']}"
+    served = f"/apis/{crd['spec']['group']}/v1/{crd['spec']['names']['plural']}"
+    deadline = time.monotonic() + timeout
+    conditions: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        got = cluster.kube.request("GET", path)
+        conditions = {
+            c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions") or []
+        }
+        if conditions.get("Established") == "True":
+            with contextlib.suppress(ApiError):
+                cluster.kube.request("GET", served)
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"CRD {crd['metadata']['name']} not Established and served: {conditions}")
 
 
 def test_both_sets_are_accepted_by_the_api_server(
     kube_cluster: TestCluster, tmp_path: Path
 ) -> None:
-    """Plain Kubernetes: ``-f daemonset/``; OpenShift: ``-f daemonset/ -f daemonset/openshift/``;
-    opt-in self-drain: ``-f daemonset/ -f daemonset/optional/``. On a real cluster, a
-    server-side dry run of each (the namespace made for it when missing)."""
-    sets = [("-f", str(MANIFESTS)), ("-f", str(MANIFESTS), "-f", str(OPENSHIFT)),
-            ("-f", str(MANIFESTS), "-f", str(OPTIONAL))]  # fmt: skip
+    """Plain Kubernetes: ``apply -k daemonset/kubernetes``; OpenShift: ``apply -k
+    daemonset/openshift``; opt-in self-drain: ``-f daemonset/optional/`` after the plain one.
+    On a real cluster, a server-side dry run of each (the namespaces made for it when
+    missing)."""
+    sets = [("-k", str(KUBERNETES)), ("-k", str(OPENSHIFT)), ("-f", str(OPTIONAL))]
     outputs: list[str] = []
     if kube_cluster.fake is not None:
         for files in sets:
             applied = kubectl(kube_cluster, tmp_path, "apply", "--validate=false", *files)
             assert applied.returncode == 0, applied.stderr
             outputs.append(applied.stdout)
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in outputs[1]
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-self-drain" in outputs[2]
-        return
-    with namespace_for_dry_run(kube_cluster), namespace_for_dry_run(kube_cluster, MCO_NS):
-        for files in sets:
-            dry = kubectl(kube_cluster, tmp_path, "apply", "--dry-run=server", *files)
-            assert dry.returncode == 0, dry.stderr
-            assert "daemonset.apps/mcd created (server dry run)" in dry.stdout or (
-                "daemonset.apps/mcd configured (server dry run)" in dry.stdout
-                or "daemonset.apps/mcd unchanged (server dry run)" in dry.stdout
-            )
-            outputs.append(dry.stdout)
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in outputs[1]
-        assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-self-drain" in outputs[2]
+    else:
+        with namespace_for_dry_run(kube_cluster), namespace_for_dry_run(kube_cluster, MCO_NS):
+            for files in sets:
+                dry = kubectl(kube_cluster, tmp_path, "apply", "--dry-run=server", *files)
+                assert dry.returncode == 0, dry.stderr
+                outputs.append(dry.stdout)
+    for out in outputs[:2]:
+        assert "daemonset.apps/mcd" in out
+    assert "customresourcedefinition" in outputs[0] and "customresourcedefinition" not in outputs[1]
+    assert "deployment.apps/mcd-controller" in outputs[0]
+    assert "deployment" not in outputs[1] and "mcd-server" not in outputs[1]
+    assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-scc-privileged" in outputs[1]
+    assert "clusterrolebinding.rbac.authorization.k8s.io/mcd-self-drain" in outputs[2]
 
 
 @contextlib.contextmanager

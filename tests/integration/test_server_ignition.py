@@ -125,7 +125,9 @@ def rendered(name: str) -> dict[str, Any]:
     }
 
 
-POOL_CRD = Path(__file__).resolve().parents[2] / "daemonset/04-machineconfigpool-crd.yaml"
+POOL_CRD = (
+    Path(__file__).resolve().parents[2] / "daemonset/kubernetes/04-machineconfigpool-crd.yaml"
+)
 
 
 def ensure_pool_crd(cluster: TestCluster) -> None:

@@ -37,7 +37,7 @@ NAMED = {"machineconfigurations": "cluster"}
 
 def namespace_for(resource: str) -> str:
     """Where the agent uses ``resource``: Nodes have none; its Leases (where
-    daemonset/02-rbac.yaml's Role grants them) and its Events about the Node (issue 32, as
+    daemonset/base/02-rbac.yaml's Role grants them) and its Events about the Node (issue 32, as
     upstream's) live in its own namespace (POD_NAMESPACE); the rest in ``default`` (the e2e
     pods it drains)."""
     return {"nodes": "", "leases": "mcd", "events": "mcd"}.get(resource, "default")
@@ -75,8 +75,8 @@ def test_the_shipped_cluster_role_is_what_the_real_authorizer_enforces(agent: Ku
     assert refused.value.status == 403
 
 
-CONTROLLER_RBAC = RBAC.parent / "05-controller-rbac.yaml"
-SELF_DRAIN_RBAC = RBAC.parent / "optional" / "self-drain-rbac.yaml"
+CONTROLLER_RBAC = RBAC.parents[1] / "kubernetes" / "05-controller-rbac.yaml"
+SELF_DRAIN_RBAC = RBAC.parents[1] / "optional" / "self-drain-rbac.yaml"
 EVICT = ("", "pods/eviction", "create")
 PODS = [("", "pods", "list"), ("", "pods", "get")]
 

@@ -36,7 +36,7 @@ def image() -> Iterator[str]:
 
 
 def daemonset_container() -> dict[str, object]:
-    docs = yaml.safe_load_all((REPO / "daemonset/03-daemonset.yaml").read_text())
+    docs = yaml.safe_load_all((REPO / "daemonset/base/03-daemonset.yaml").read_text())
     ds = next(d for d in docs if d and d["kind"] == "DaemonSet")
     container: dict[str, object] = ds["spec"]["template"]["spec"]["containers"][0]
     return container

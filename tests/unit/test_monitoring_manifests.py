@@ -10,22 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.monitoring import REPO
+from tests.manifests import KUBERNETES, OPENSHIFT
+from tests.manifests import objects as overlay_objects
 
 Obj = dict[str, Any]
-BASE = REPO / "daemonset"
 SETS = {
-    "plain": [BASE, BASE / "monitoring"],
-    "openshift": [BASE, BASE / "openshift", BASE / "openshift" / "monitoring"],
+    "plain": [KUBERNETES, KUBERNETES / "monitoring"],
+    "openshift": [OPENSHIFT, OPENSHIFT / "monitoring"],
 }
+"""Each overlay with its monitoring overlay, as a user applies them."""
 TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 def objects(dirs: list[Path]) -> list[Obj]:
-    return [d for path in dirs for p in sorted(path.glob("*.yaml"))
-            for d in yaml.safe_load_all(p.read_text()) if d]  # fmt: skip
+    return [d for path in dirs for d in overlay_objects(path)]
 
 
 def kind(objs: list[Obj], name: str) -> list[Obj]:
@@ -57,7 +56,15 @@ def arg(container: Obj, flag: str) -> str:
     return str(value)
 
 
-@pytest.mark.parametrize("name", SETS)
+def test_openshift_monitoring_scrapes_no_mcd_controller() -> None:
+    """The OpenShift overlay installs no mcd controller (upstream's machine-config-controller
+    runs there, scraped by upstream's own monitor): nothing to scrape, nothing bound."""
+    assert not [
+        o for o in objects([OPENSHIFT / "monitoring"]) if "controller" in o["metadata"]["name"]
+    ]
+
+
+@pytest.mark.parametrize("name", ["plain"])
 def test_the_controller_is_scraped_with_a_token_it_accepts(name: str) -> None:
     objs = objects(SETS[name])
     monitor = next(
@@ -116,8 +123,9 @@ def test_the_agents_are_scraped_through_kube_rbac_proxy_on_their_node(name: str)
 
 
 def test_the_monitoring_sets_stay_out_of_kubectl_apply_of_the_base_sets() -> None:
-    """They need the Prometheus Operator's CRDs: `kubectl apply -f daemonset/` must not."""
-    for base in (BASE, BASE / "openshift"):
+    """They need the Prometheus Operator's CRDs: `kubectl apply -k daemonset/kubernetes` (and
+    `oc apply -k daemonset/openshift`) must not."""
+    for base in (KUBERNETES, OPENSHIFT):
         assert not [
             o for o in objects([base]) if o["apiVersion"].startswith("monitoring.coreos.com")
         ]

@@ -1,4 +1,4 @@
-"""The alerting rules as shipped (``daemonset/monitoring/`` and ``daemonset/openshift/monitoring/``),
+"""The alerting rules as shipped (``daemonset/kubernetes/monitoring/`` and ``daemonset/openshift/monitoring/``),
 checked and unit-tested by Prometheus' own ``promtool`` with input series that fire each alert
 and series that must not; upstream's alerts keep upstream's names, expressions and durations;
 every rule reads only metrics mcd exports; every alert's runbook section exists."""

@@ -90,7 +90,7 @@ def test_the_shipped_units_name_their_root() -> None:
             if line.startswith("ExecStart=") and re.search(r"\bmcd ", line):
                 # --root everywhere (--root-mount is start's and firstboot's deprecated alias)
                 assert re.search(r"--root[ =]/(\s|$)", line), (unit.name, line)
-    docs = list(yaml.safe_load_all((REPO / "daemonset/03-daemonset.yaml").read_text()))
+    docs = list(yaml.safe_load_all((REPO / "daemonset/base/03-daemonset.yaml").read_text()))
     ds = next(d for d in docs if d and d.get("kind") == "DaemonSet")
     containers = ds["spec"]["template"]["spec"]["containers"]
     agent = next(c for c in containers if "start" in c.get("args", []))

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import yaml
 
 from mcd.model.drain.settings import drain_settings
 from mcd.model.pool.pools import labels_of, max_unavailable, selector_matches
 from mcd.model.pool.render import render
-from mcd.model.pool.windows import WINDOW_ANNOTATION, parse_window, window_state
+from mcd.model.pool.windows import WINDOW_ANNOTATION
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pools"
 
@@ -37,11 +35,8 @@ def test_the_quick_start_renders_for_both_pools() -> None:
         assert out.spec["kernelArguments"] == ["nosmt"]
     assert max_unavailable(worker["spec"]["maxUnavailable"], 10) == 2
     assert max_unavailable(infra["spec"]["maxUnavailable"], 30) == 3
-    window = parse_window(worker["metadata"]["annotations"][WINDOW_ANNOTATION])
-    monday = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-    state = window_state(window, monday, ZoneInfo(window.time_zone))
-    assert not state.open
-    assert state.opens_at is not None and state.opens_at.isoformat() == "2026-11-28T01:00:00+01:00"
+    # the quick start rolls out at once, any day (issue 40: a weekend window made it wait)
+    assert WINDOW_ANNOTATION not in worker["metadata"]["annotations"]
 
 
 def test_the_worker_pools_drain_timeout() -> None:

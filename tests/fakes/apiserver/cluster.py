@@ -48,6 +48,8 @@ RESOURCES = [
     # stored only (the fake admits everything): the own-Node policy applies with kubectl
     Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False, ()),
     Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False, ()),
+    # stored only (nothing enforces them): the install's NetworkPolicies apply with kubectl
+    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
 ]  # fmt: skip
 STATUS_SUBRESOURCE = frozenset({"machineconfigpools", "machineconfignodes", "pinnedimagesets"})
 """Custom resources with ``subresources.status``: the main resource ignores status
