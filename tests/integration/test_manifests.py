@@ -150,7 +150,7 @@ def test_daemonset_runs_privileged_on_every_node_with_probes() -> None:
     assert pod["terminationGracePeriodSeconds"] == 600
     assert pod["tolerations"] == [{"operator": "Exists"}]
     assert container["securityContext"]["privileged"] is True
-    assert container["args"][0] == "start" and "--root-mount=/rootfs" in container["args"]
+    assert container["args"][0] == "start" and "--root=/rootfs" in container["args"]
     env = {e["name"]: e for e in container["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     mount = container["volumeMounts"][0]
