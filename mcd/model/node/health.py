@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from mcd.model.errors import ConfigError
 from mcd.model.text import printable
+from mcd.model.vocabulary import Annotation, NodeState
 
 GATE_ANNOTATION = "mcd-project.github.io/health-gate"
 """On a Node or a MachineConfigPool: the gate's settings, ``key=value`` pairs separated by
@@ -223,13 +224,19 @@ def requested_config(value: str | None) -> str:
 
 
 def retry_pending(annotations: Mapping[str, str], config: str) -> bool:
-    """A retry of ``config``'s gate was requested and no verdict answers it yet: the node's
-    failure (Degraded, a failed gate) predates the request and does not count."""
+    """A retry of ``config``'s gate was requested and the node has not answered it yet: its
+    failure (Degraded, a failed gate) predates the request and does not count. Answered: a
+    verdict that names the request and failed (a fresh failure), or one that passed once the
+    node no longer says Degraded (the passing verdict may reach the Node a moment before
+    the agent's Done does)."""
     request = annotations.get(RETRY_ANNOTATION) or ""
     if not request or requested_config(request) != config:
         return False
     state = describe_state(annotations.get(STATE_ANNOTATION) or "") or {}
-    return state.get("retry") != request
+    if state.get("retry") != request:
+        return True
+    failing = annotations.get(Annotation.STATE) in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
+    return state.get("result") == "passed" and failing
 
 
 def stale_state(value: str | None, config: str) -> bool:
