@@ -69,6 +69,10 @@ class PolicyStep:
     observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
     observe_node: Callable[[Obj], None] = field(default=lambda _o: None)
     _baselines: dict[tuple[str, str], int] = field(default_factory=dict)
+    _moved: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Nodes given the target while Degraded by an earlier one (a rollback reaching the node
+    that failed): node -> (target, the reason then). Until the agent says anything else,
+    that reason is the old config's, not a failure of the target."""
 
     def policy(self, pool: Mapping[str, Any]) -> tuple[Policy | None, str]:
         text = _annotations(pool).get(POLICY_ANNOTATION)
@@ -104,6 +108,7 @@ class PolicyStep:
                       (v.desired == target and v.degraded)]  # fmt: skip
             retried = self._request_retries(name_of(pool), target, failed, nodes, now)
         retrying = {n for n in given if retry_pending(_annotations(nodes.get(n) or {}), target)}
+        retrying |= self._still_moving(views, target)
         crashing: dict[str, str] = {}
         rolling = any(v.desired != target for v in views)  # nothing left to protect: no lists
         measured = self.restarts(given) if given and rolling else {}
@@ -152,11 +157,30 @@ class PolicyStep:
                      pool, target, ", ".join(asked))  # fmt: skip
         return tuple(asked)
 
-    def targeted(self, pool: Mapping[str, Any], nodes: Collection[str]) -> None:
-        """Record the restarts of the nodes given the target now (their baseline)."""
+    def _still_moving(self, views: list[NodeView], target: str) -> set[str]:
+        """The nodes moved off a failed config that still say only that failure."""
+        out = set()
+        for v in views:
+            moved = self._moved.get(v.name)
+            if moved is None:
+                continue
+            if moved == (target, v.reason) and v.desired == target and v.degraded:
+                out.add(v.name)
+            else:  # the agent has spoken since (or another target): it counts again
+                del self._moved[v.name]
+        return out
+
+    def targeted(
+        self, pool: Mapping[str, Any], nodes: Collection[str], views: Collection[NodeView] = ()
+    ) -> None:
+        """Record the restarts of the nodes given the target now (their baseline), and which
+        of them are Degraded by an earlier config (:attr:`_moved`)."""
         if not nodes or self.policy(pool)[0] is None:
             return
         target = target_of(pool)
+        for v in views:
+            if v.name in nodes and v.degraded and v.desired != target:
+                self._moved[v.name] = (target, v.reason)
         for name, (count, _looping) in self.restarts(nodes).items():
             self._baselines[(name, target)] = count
         if len(self._baselines) > 100_000:

@@ -370,7 +370,7 @@ class Syncer:
             written.append(node)
 
         assert self.policy_step is not None
-        self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
+        self.policy_step.targeted(pool, rollout.targets, views)  # restarts before the update
         if not self.background_targets:
             self._writes.each(write, list(rollout.targets), targeted)
             rollout = replace(rollout, targets=tuple(written))

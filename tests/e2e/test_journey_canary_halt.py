@@ -130,7 +130,9 @@ def test_mcd_rollback_reaches_the_canary_whose_gate_failed(
             assert "mcd_health_gate_failed 0.0" in canary.metrics()
             wait(lambda: pool_condition(cluster, "worker", "Updated").get("status") == "True",
                  60, "the pool back on its first config", ctl.log)  # fmt: skip
-            assert desired(rest) == first and not halted(cluster)
+            assert desired(rest) == first
+            wait(lambda: not halted(cluster), 30, "the halt over",
+                 lambda: str(get_pool(cluster, "worker")), ctl.log)  # fmt: skip
             assert rebooter.errors == []
 
         shown = mcd(cluster, "status", "--cluster")
