@@ -200,8 +200,8 @@ def _pool(
         first = stuck[0][0]
         fix = f"kubectl uncordon {first.name}" if first.unschedulable and not first.degraded else (
             f"mcd status --node {first.name}")  # fmt: skip
-        steps.append((25, f"{fix}   (pool {name}: no node gets {target} while {first.name} "
-                          f"holds a maxUnavailable slot; {RUNBOOK}13-pools-and-mcd-controller)"))  # fmt: skip
+        why = f"no node gets {target} while {first.name} holds a maxUnavailable slot"
+        steps.append((25, f"{fix}   (pool {name}: {why}; {RUNBOOK}13-pools-and-mcd-controller)"))
     elif rollout.blocked == INVALID:
         alerts.append(Alert("MCDPoolRolloutHalted", f"pool={name}", rollout.error))
         steps.append((10, f"kubectl edit mcp {name}   (spec.maxUnavailable: {rollout.error})"))

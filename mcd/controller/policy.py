@@ -128,7 +128,7 @@ class PolicyStep:
             policy, views, target, unhealthy, labels=labels,
             halted_for=str(_annotations(pool).get(HALT_ANNOTATION) or ""),
             soak_since=soak_since, now=now,
-            completed=str(((pool.get("status") or {}).get("configuration") or {}).get("name") or ""),
+            completed=_completed(pool),
         )  # fmt: skip
         return (replace(gate, retried=retried) if retried else gate), ""
 
@@ -236,6 +236,11 @@ class PolicyStep:
             return False
         self.observe_pool(written)
         return True
+
+
+def _completed(pool: Mapping[str, Any]) -> str:
+    """The config every node of the pool was last Done on (``status.configuration``)."""
+    return str(((pool.get("status") or {}).get("configuration") or {}).get("name") or "")
 
 
 def gate_retried(gate: Gate | None) -> bool:

@@ -6,6 +6,7 @@ unavailable nodes says so."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -155,7 +156,7 @@ def test_a_resume_asks_the_failed_canary_to_gate_again_and_does_not_halt_on_its_
     set_condition(conditions, HALTED, True, "UnhealthyNodes", f"Rollout of {BAD} halted: ...",
                   STAMP)  # fmt: skip
     halted_pool["status"] = {"conditions": conditions}
-    nodes = dict(writer.nodes)
+    nodes: dict[str, Mapping[str, Any]] = dict(writer.nodes)
     # still annotated halted: nothing asked, halted
     gate, _ = step.gate({**halted_pool, "metadata": {**halted_pool["metadata"], "annotations": {
         **halted_pool["metadata"]["annotations"], HALT_ANNOTATION: BAD}}}, views, nodes, NOW)  # fmt: skip
@@ -164,7 +165,7 @@ def test_a_resume_asks_the_failed_canary_to_gate_again_and_does_not_halt_on_its_
     gate, _ = step.gate(halted_pool, views, nodes, NOW)
     assert gate is not None and not gate.halted and gate.retried == ("w0",)
     assert writer.calls == [("node", "w0", RETRY_ANNOTATION)]
-    request = nodes["w0"]["metadata"]["annotations"][RETRY_ANNOTATION]
+    request = writer.nodes["w0"]["metadata"]["annotations"][RETRY_ANNOTATION]
     assert json.loads(request)["config"] == BAD
     found = list(conditions)
     step.report(halted_pool, gate, "", found, STAMP)
@@ -175,7 +176,9 @@ def test_a_resume_asks_the_failed_canary_to_gate_again_and_does_not_halt_on_its_
     assert ("event", "RolloutResumed", "R" + resumed["message"][1:]) in writer.calls
     halted_pool["status"] = {"conditions": found}
     # the agent's fresh answer: it failed again, the pool halts again
-    nodes["w0"]["metadata"]["annotations"][STATE_ANNOTATION] = gate_state(BAD, "failed", request)
+    writer.nodes["w0"]["metadata"]["annotations"][STATE_ANNOTATION] = gate_state(
+        BAD, "failed", request
+    )
     gate, _ = step.gate(halted_pool, views, nodes, NOW)
     assert gate is not None and gate.halted and gate.newly_halted
     assert "w0" in gate.unhealthy
@@ -190,7 +193,7 @@ def test_a_node_moved_off_a_failed_config_does_not_halt_the_new_target() -> None
     before = [view("w0", OLD, BAD, "Degraded", reason="gate failed"), view("w1", OLD, OLD)]
     step.targeted(back, ("w0",), before)
     after = [view("w0", OLD, OLD, "Degraded", reason="gate failed"), view("w1", OLD, OLD)]
-    nodes = {"w0": kube_node("w0"), "w1": kube_node("w1")}
+    nodes: dict[str, Mapping[str, Any]] = {"w0": kube_node("w0"), "w1": kube_node("w1")}
     gate, _ = step.gate(back, after, nodes, NOW)
     assert gate is not None and not gate.halted
     spoke = [view("w0", OLD, OLD, "Degraded", reason="a drift"), view("w1", OLD, OLD)]
