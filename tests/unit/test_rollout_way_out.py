@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from mcd.agent.safety import gateboots
 from mcd.cli.fleetreport import fleet_report
 from mcd.controller.conditions.window import WAITING, WindowWaits
 from mcd.controller.policy import PolicyStep
+from mcd.host.rootfs import Root
 from mcd.model.node.health import (
     RETRY_ANNOTATION,
     STATE_ANNOTATION,
@@ -248,3 +251,22 @@ def test_status_cluster_names_why_a_pool_is_stopped() -> None:
     waiting = [annotated("w0", OLD, OLD), annotated("w1", OLD, OLD)]
     windowed = status_pool(BAD, **{MAINTENANCE_WINDOW: False})
     assert fleet_report([windowed], waiting, NOW).pools[0].stopped == "window"
+
+
+def test_the_agent_honours_each_retry_request_once(tmp_path: Path) -> None:
+    """Three failed gates of BAD: refused. A retry request starts the count afresh, once."""
+    root = Root(tmp_path)
+    for attempt in ("1", "2", "3"):
+        gateboots.record_failure(root, BAD, attempt)
+    assert gateboots.refused(root, BAD, 3).startswith(
+        f"health gate failed 3 times after updates to {BAD}"
+    )
+    request = retry_request(BAD, STAMP)
+    assert gateboots.honour_retry(root, request)
+    assert gateboots.refused(root, BAD, 3) == ""
+    for attempt in ("4", "5", "6"):
+        gateboots.record_failure(root, BAD, attempt)
+    assert not gateboots.honour_retry(root, request)  # the same request: not again
+    assert gateboots.refused(root, BAD, 3) != ""
+    assert gateboots.honour_retry(root, retry_request(BAD, "2026-11-27T11:00:00Z"))
+    assert (tmp_path / gateboots.RETRY_PATH.lstrip("/")).stat().st_mode & 0o077 == 0
