@@ -300,8 +300,9 @@ def _stuck(views: Sequence[NodeView]) -> list[tuple[NodeView, str]]:
     """The unavailable nodes holding a pool's slots, each with why, when none of them is
     updating (empty otherwise: a rollout waiting for a node that updates is moving)."""
     held = [v for v in views if v.unavailable]
-    if any(v.state == NodeState.WORKING for v in held):
-        return []
+    if any(v.state == NodeState.WORKING or (v.ready and not v.degraded and
+           v.current != v.desired) for v in held):  # fmt: skip
+        return []  # updating, or told a target its agent is about to start
     out = []
     for v in held:
         why = v.state if v.degraded else "NotReady" if not v.ready else (

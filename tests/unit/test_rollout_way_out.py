@@ -248,6 +248,8 @@ def test_status_cluster_names_why_a_pool_is_stopped() -> None:
     assert report.next_step.startswith("kubectl uncordon w0   (pool worker: no node gets")
     updating = [annotated("w0", OLD, BAD, "Working"), annotated("w1", OLD, OLD)]
     assert fleet_report([status_pool(BAD)], updating, NOW).pools[0].stopped == ""
+    told = [annotated("w0", OLD, BAD, "Done"), annotated("w1", OLD, OLD)]  # about to start
+    assert fleet_report([status_pool(BAD)], told, NOW).pools[0].stopped == ""
     waiting = [annotated("w0", OLD, OLD), annotated("w1", OLD, OLD)]
     windowed = status_pool(BAD, **{MAINTENANCE_WINDOW: False})
     assert fleet_report([windowed], waiting, NOW).pools[0].stopped == "window"
