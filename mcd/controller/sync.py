@@ -39,7 +39,6 @@ from mcd.model.pool.pools import (
     NodeView,
     has_update_taint,
     name_of,
-    selects_all,
     target_of,
     upstream_order,
     with_update_taint,
@@ -224,14 +223,7 @@ class Syncer:
         latest = dict(members)  # the Nodes written in this pass replace theirs
         gate, policy_error = self.policy_step.gate(pool, views, latest, now)
         rollout = Rollout()
-        if selects_all(spec.get("nodeSelector")):
-            self.writer.event(
-                pool,
-                "SelectingAll",
-                "This machineconfigpool is selecting all nodes. A non-empty selector is required.",
-                warning=True,
-            )
-        else:
+        if not hygiene.selecting_all(self.writer, pool):  # upstream's SelectingAll: no rollout
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             self.window_waits(self.writer, pool, rollout, window)
             recent = snap.taken - self._synced_at.get(name, float("-inf")) < FULL_EVERY
