@@ -26,15 +26,21 @@ from mcd.model.node.health import (
 from mcd.model.pool.canary import HALT_ANNOTATION, HALTED, POLICY_ANNOTATION, WAVE, decide
 from mcd.model.pool.canary import parse_policy as policy_of
 from mcd.model.pool.pools import NodeView
+from mcd.model.pool.render import render
 from mcd.model.pool.rollout import (
     MAINTENANCE_WINDOW,
     NO_CAPACITY,
     Rollout,
+    condition,
     plan_rollout,
     set_condition,
 )
-from mcd.model.pool.windows import WindowState
+from mcd.model.pool.windows import WINDOW_ANNOTATION, WindowState
 from mcd.model.vocabulary import Annotation
+from tests.unit.test_controller_sync import NOW as MONDAY
+from tests.unit.test_controller_sync import mc, sync
+from tests.unit.test_controller_sync import node as worker_node
+from tests.unit.test_controller_sync import pool as worker_pool
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
@@ -272,3 +278,25 @@ def test_the_agent_honours_each_retry_request_once(tmp_path: Path) -> None:
     assert gateboots.refused(root, BAD, 3) != ""
     assert gateboots.honour_retry(root, retry_request(BAD, "2026-11-27T11:00:00Z"))
     assert (tmp_path / gateboots.RETRY_PATH.lstrip("/")).stat().st_mode & 0o077 == 0
+
+
+def test_a_pass_held_by_a_closed_window_says_so_in_updating_and_an_event() -> None:
+    """The quick start's complaint: a weekday, a weekend window, nothing moves; the pool says
+    why where a watcher looks (``Updating``, and an Event once)."""
+    assert MONDAY.strftime("%a") == "Mon"
+    old = render("worker", [mc("00-worker")])
+    p = worker_pool(configuration={"name": old.name})
+    p["metadata"]["annotations"][WINDOW_ANNOTATION] = (
+        '{"days": ["Sat", "Sun"], "start": "01:00", "duration": "4h", "timeZone": "UTC"}'
+    )
+    configs = [mc("00-worker"), mc("50-new", kernelArguments=["b=2"]),
+               {"metadata": {"name": old.name}, "spec": old.spec}]  # fmt: skip
+    w, status = sync(p, configs, [worker_node("n0", old.name), worker_node("n1", old.name)])
+    assert w.of("desired") == []
+    updating = condition(status["conditions"], "Updating")
+    assert updating is not None and updating["message"].endswith(
+        "; 2 nodes wait for the maintenance window (maintenance window closed; next opens at "
+        "2026-11-28T01:00+00:00)"
+    )
+    ((_reason, message),) = [e for e in w.of("event") if e[0] == WAITING]
+    assert message.startswith("2 nodes wait for the maintenance window to update to rendered-")
