@@ -26,6 +26,8 @@ from mcd.model.pool.pools import NodeView, name_of, nodes_for_pool, target_of
 from mcd.model.pool.rollout import (
     DEGRADED,
     INVALID,
+    MAINTENANCE_WINDOW,
+    NO_CAPACITY,
     NODE_FAILING,
     PAUSED,
     RENDER_DEGRADED,
@@ -107,7 +109,8 @@ class PoolRow:
     degraded_count: int
     left: int
     stopped: str
-    """Why no node gets the target ('' while it may go on): paused, node-degraded, invalid."""
+    """Why no node gets the target ('' while it may go on): paused, node-degraded, invalid,
+    rollout-halted, max-unavailable (every slot held by a node not updating), window."""
     agents: str = ""
     """``running/members`` agents (``-o wide``), '' when they could not be read."""
     notes: tuple[str, ...] = ()
@@ -176,6 +179,11 @@ def _pool(
     stopped = {PAUSED: "paused", NODE_FAILING: "node-degraded", INVALID: "invalid"}.get(
         rollout.blocked, ""
     )
+    stuck = _stuck(views) if rollout.blocked == NO_CAPACITY else []
+    if stuck:  # every slot held by a node that is not updating: nothing moves by itself
+        stopped = "max-unavailable"
+    elif left and _window_closed(pool):
+        stopped = "window"
     alerts: list[Alert] = []
     steps: list[tuple[int, str]] = []
     notes: list[str] = []
@@ -232,6 +240,14 @@ def _pool(
                 f"{rollout.failing[0]} failed {target}; {RUNBOOK}mcdpoolrollouthalted)",
             )
         )
+    elif stuck:
+        held = ", ".join(f"{v.name} ({why})" for v, why in stuck[:5])
+        notes.append(f"no free slot: maxUnavailable is taken by {held}, none of them updating")
+        first = stuck[0][0]
+        fix = f"kubectl uncordon {first.name}" if first.unschedulable and not first.degraded else (
+            f"mcd status --node {first.name}")  # fmt: skip
+        why = f"no node gets {target} while {first.name} holds a maxUnavailable slot"
+        steps.append((25, f"{fix}   (pool {name}: {why}; {RUNBOOK}13-pools-and-mcd-controller)"))
     elif rollout.blocked == INVALID:
         alerts.append(Alert("MCDPoolRolloutHalted", f"pool={name}", rollout.error))
         steps.append((10, f"kubectl edit mcp {name}   (spec.maxUnavailable: {rollout.error})"))
@@ -291,8 +307,8 @@ def _pool(
             steps.append(
                 (15, f"mcd status --node {view.name}   (reboot failed; {RUNBOOK}mcdrebooterror)")
             )
-        gate = _gate(node)
-        if gate.get("result") == "failed":
+        gate = _gate(node)  # a failure of a config the node is no longer given is over
+        if gate.get("result") == "failed" and gate.get("config") == view.desired:
             check = gate.get("check", "")
             alerts.append(
                 Alert(
@@ -327,6 +343,26 @@ def _pool(
         notes=tuple(notes),
     )
     return row, alerts, steps
+
+
+def _stuck(views: Sequence[NodeView]) -> list[tuple[NodeView, str]]:
+    """The unavailable nodes holding a pool's slots, each with why, when none of them is
+    updating (empty otherwise: a rollout waiting for a node that updates is moving)."""
+    held = [v for v in views if v.unavailable]
+    if any(v.state == NodeState.WORKING or (v.ready and not v.degraded and
+           v.current != v.desired) for v in held):  # fmt: skip
+        return []  # updating, or told a target its agent is about to start
+    out = []
+    for v in held:
+        why = v.state if v.degraded else "NotReady" if not v.ready else (
+            "cordoned" if v.unschedulable else "not updating")  # fmt: skip
+        out.append((v, why))
+    return out
+
+
+def _window_closed(pool: Obj) -> bool:
+    found = condition((pool.get("status") or {}).get("conditions") or [], MAINTENANCE_WINDOW)
+    return found is not None and found.get("status") == "False"
 
 
 def _gate(node: Mapping[str, Any]) -> dict[str, str]:

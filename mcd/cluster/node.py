@@ -107,6 +107,10 @@ class NodeWriter:
                 self._deferred.pop(key, None)
         return node
 
+    def owes(self, key: str) -> bool:
+        """Whether an annotation deferred by :meth:`defer_annotations` is still to be sent."""
+        return key in self._deferred
+
     def defer_annotations(self, values: Mapping[str, str | None]) -> None:
         """Annotations that go with the next :meth:`set_annotations` (a moment later: an
         update's Done or its failure), instead of a request of their own now."""

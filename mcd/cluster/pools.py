@@ -145,6 +145,11 @@ class PoolWriter:
         patch = {"metadata": {"annotations": annotations}}
         return self._node(node, patch)
 
+    def set_node_annotation(self, node: str, key: str, value: str | None) -> Obj:
+        """One annotation of a Node (``None`` removes it)."""
+        self.writes += 1
+        return self._node(node, {"metadata": {"annotations": {key: value}}})
+
     def set_taints(self, node: str, taints: list[Any], resource_version: str) -> Obj:
         """Replace the node's taints, only if it is still the version they were read from."""
         self.writes += 1

@@ -24,6 +24,7 @@ from mcd.cluster.api import ApiError, Obj
 from mcd.cluster.pools import PoolWriter
 from mcd.controller import drainorder
 from mcd.controller.conditions import applicability, drain, hygiene, synchronizers
+from mcd.controller.conditions.window import WindowWaits
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
@@ -38,7 +39,6 @@ from mcd.model.pool.pools import (
     NodeView,
     has_update_taint,
     name_of,
-    selects_all,
     target_of,
     upstream_order,
     with_update_taint,
@@ -135,6 +135,7 @@ class Syncer:
     policy_step: PolicyStep | None = None
     estimates: Estimates = field(default_factory=Estimates)
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
+    window_waits: WindowWaits = field(default_factory=WindowWaits)
     _writes: NodeWrites = field(default_factory=NodeWrites)
     _inflight: InFlight = field(default_factory=InFlight)
     _synced_at: dict[str, float] = field(default_factory=dict)
@@ -172,7 +173,9 @@ class Syncer:
                 self.writer, self.version, self.observe_config, self.observe_pool
             )
         if self.policy_step is None:
-            self.policy_step = PolicyStep(self.writer, self.pod_restarts, self.observe_pool)
+            self.policy_step = PolicyStep(
+                self.writer, self.pod_restarts, self.observe_pool, self.observe_node
+            )
 
     def stop(self) -> None:
         """No write of this Syncer's goes out any more (:meth:`NodeWrites.cancel`)."""
@@ -218,17 +221,11 @@ class Syncer:
             views = [replace(v, desired=flying[v.name]) if v.name in flying else v for v in views]
         window, window_error = pool_window(pool, now)
         latest = dict(members)  # the Nodes written in this pass replace theirs
-        gate, policy_error = self.policy_step.gate(pool, views, members, now)
+        gate, policy_error = self.policy_step.gate(pool, views, latest, now)
         rollout = Rollout()
-        if selects_all(spec.get("nodeSelector")):
-            self.writer.event(
-                pool,
-                "SelectingAll",
-                "This machineconfigpool is selecting all nodes. A non-empty selector is required.",
-                warning=True,
-            )
-        else:
+        if not hygiene.selecting_all(self.writer, pool):  # upstream's SelectingAll: no rollout
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
+            self.window_waits(self.writer, pool, rollout, window)
             recent = snap.taken - self._synced_at.get(name, float("-inf")) < FULL_EVERY
             if rollout.targets and snap.refill_only and recent:
                 return PoolReport(name, rollout, old, refilled_only=True)
@@ -365,7 +362,7 @@ class Syncer:
             written.append(node)
 
         assert self.policy_step is not None
-        self.policy_step.targeted(pool, rollout.targets)  # the restarts before the update
+        self.policy_step.targeted(pool, rollout.targets, views)  # restarts before the update
         if not self.background_targets:
             self._writes.each(write, list(rollout.targets), targeted)
             rollout = replace(rollout, targets=tuple(written))

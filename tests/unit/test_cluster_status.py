@@ -108,7 +108,7 @@ def test_node_alerts_a_failed_reboot_and_a_failed_gate() -> None:
     nodes = [
         node("a", "r1", "r1", "Degraded",
              "reboot command failed, something is seriously wrong: StartTransientUnit: x"),
-        node("b", "r1", "r1", **{STATE_ANNOTATION: gate}),
+        node("b", "r1", "r2", "Degraded", "health gate failed", **{STATE_ANNOTATION: gate}),
     ]  # fmt: skip
     report = fleet_report([pool(nodes, target="r1")], nodes, NOW)
     # a Degraded on the pool's target halts the pool too
@@ -120,6 +120,10 @@ def test_node_alerts_a_failed_reboot_and_a_failed_gate() -> None:
     gate_alert = next(a for a in report.alerts if a.name == "MCDHealthGateFailed")
     assert gate_alert.why == "check units failed after the update to r2"
     assert report.next_step.startswith("mcd status --node a   (pool worker is halted")
+    # rolled back to r1 (desired r1 again): the failure of r2 is over, not an alert
+    moved_on = [node("b", "r1", "r1", **{STATE_ANNOTATION: gate})]
+    assert "MCDHealthGateFailed" not in names(fleet_report([pool(moved_on, target="r1")],
+                                                            moved_on, NOW))  # fmt: skip
 
 
 def test_a_drain_blocked_past_its_timeout_is_mccdrainerror() -> None:

@@ -4,7 +4,8 @@ Every failed boot into a config is counted in
 ``/etc/machine-config-daemon/health-gate-boots.json`` (one count per boot id, so a restarted
 agent does not count twice; a failed rebootless gate counts once too); once ``max_boots``
 gates of one config failed, the update to it is refused (Degraded) instead of tried again: no
-reboot loop. A new desired config starts a new count; the force file clears it.
+reboot loop. A new desired config starts a new count; the force file clears it, and so does
+the controller's retry request when a halted rollout is resumed (once per request).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from mcd.model.node.health import BootCount, boot_count_of, boots_exhausted
 log = logging.getLogger(__name__)
 
 BOOTS_PATH = "/etc/machine-config-daemon/health-gate-boots.json"
+RETRY_PATH = "/etc/machine-config-daemon/health-gate-retry"
+"""The last retry request honoured (:data:`mcd.model.node.health.RETRY_ANNOTATION`)."""
 
 
 def load_count(root: Root) -> BootCount:
@@ -45,6 +48,23 @@ def record_failure(root: Root, config: str, attempt: str) -> BootCount:
 def clear(root: Root) -> None:
     if root.exists(BOOTS_PATH):
         fsops.remove(root, BOOTS_PATH)
+
+
+def honour_retry(root: Root, request: str) -> bool:
+    """A retry the controller asked for (a resumed rollout): the first time a request is seen,
+    the counter starts afresh; each request once (kept in :data:`RETRY_PATH`)."""
+    try:
+        seen = root.read_bytes(RETRY_PATH).decode(errors="replace")
+    except FileNotFoundError:
+        seen = ""
+    except (OSError, HostError) as e:
+        log.warning("Ignoring unreadable %s (%s)", RETRY_PATH, e)
+        seen = ""
+    if not request or seen == request:
+        return False
+    clear(root)
+    fsops.write_file(root, RETRY_PATH, request.encode(), STATE_FILE_MODE)
+    return True
 
 
 def refused(root: Root, config: str, max_boots: int) -> str:

@@ -164,6 +164,19 @@ def save_verdict(root: Root, verdict: Verdict) -> None:
         log.warning("Could not record the health gate's verdict in %s: %s", GATE_STATE, e)
 
 
+def forget_verdict(root: Root, config: str) -> None:
+    """The recorded verdict, once the node is Done on another config (``config``): a failed
+    gate of a config it no longer runs must not set ``mcd_health_gate_failed`` again when the
+    agent starts."""
+    doc = last_verdict(root)
+    if doc is None or doc.get("config") == config:
+        return
+    try:
+        fsops.remove(root, GATE_STATE)
+    except (OSError, HostError) as e:
+        log.warning("Could not remove %s: %s", GATE_STATE, e)
+
+
 def last_verdict(root: Root) -> dict[str, object] | None:
     """The last gate's verdict as recorded, or None."""
     try:

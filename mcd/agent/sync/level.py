@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent.update import progress, trying
+from mcd.agent.update import gating, progress, trying
 from mcd.agent.update.context import Config, Context, SyncError, start_drift_monitor
 from mcd.agent.update.trigger import refuse_done_if_owed, validate_current
 from mcd.cluster.api import Obj
@@ -73,6 +73,8 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
     if ctx.status.certificates_failing:
         raise SyncError(ctx.status.certificates_failing)
     if not wrong:
+        if gating.clear_stale(ctx, current.name):  # Done already; only the gate state is old
+            ctx.writer.set_annotations({})
         return
     log.info("Node %s says %s; checking the node against %s",
              ctx.node_name, ", ".join(wrong), current.name)  # fmt: skip
@@ -85,6 +87,7 @@ def settle(ctx: Context, node: Obj, current: Config) -> None:
         Reason.NODE_DONE, f"Setting node {ctx.node_name}, currentConfig {current.name} to Done"
     )
     start_drift_monitor(ctx, current.mc)
+    gating.clear_stale(ctx, current.name)  # rolled back: the failed gate of another config
     ctx.status.done(current.name, current.mc.ocl_image)
     progress.recovered(ctx)
     progress.irreconcilable(ctx, current.mc)

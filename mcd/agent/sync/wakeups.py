@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mcd.cluster.api import Obj
 from mcd.cluster.node import annotations_of
 from mcd.cluster.watch import Backoff
+from mcd.model.node.health import RETRY_ANNOTATION
 from mcd.model.vocabulary import Annotation
 
 WAKE_KEYS = (
@@ -35,6 +36,7 @@ WAKE_KEYS = (
     Annotation.LAST_APPLIED_DRAIN,
     Annotation.DESIRED_IMAGE,  # image mode: the controller may change the image alone
     Annotation.CURRENT_IMAGE,
+    RETRY_ANNOTATION,  # a resumed rollout asks for the health gate again
 )
 
 

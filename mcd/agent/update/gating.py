@@ -7,11 +7,25 @@ import logging
 import time
 from collections.abc import Mapping
 
-from mcd.agent.safety.health import POOLS, HealthGate, load_settings, node_ready_check
+from mcd.agent.safety.health import (
+    POOLS,
+    HealthGate,
+    forget_verdict,
+    load_settings,
+    node_ready_check,
+)
 from mcd.agent.update.context import Context
 from mcd.cluster.api import ApiError
 from mcd.cluster.events import Reason
-from mcd.model.node.health import STATE_ANNOTATION, Verdict, state_annotation
+from mcd.cluster.node import annotations_of
+from mcd.model.node.health import (
+    RETRY_ANNOTATION,
+    STATE_ANNOTATION,
+    Verdict,
+    requested_config,
+    stale_state,
+    state_annotation,
+)
 from mcd.model.node.mcn import pool_of
 
 log = logging.getLogger(__name__)
@@ -31,15 +45,38 @@ def gate_for(ctx: Context, pool: Mapping[str, str] | None = None) -> HealthGate:
         node_ready=node_ready_check(ctx.writer.get), metrics=ctx.metrics,
     )  # fmt: skip
     gate.on_rollback = lambda reason, kind: record_rollback(ctx, reason, kind)
-    gate.on_verdict = lambda verdict: _annotate(ctx, verdict)
+    request = str(node_annotations.get(RETRY_ANNOTATION) or "")  # seen before the gate runs
+    gate.on_verdict = lambda verdict: _annotate(ctx, verdict, request)
     return gate
 
 
-def _annotate(ctx: Context, verdict: Verdict) -> None:
+def retry_requested(ctx: Context, config: str) -> str:
+    """The controller's request to run ``config``'s gate again (a resumed rollout), or ''."""
+    request = str(annotations_of(ctx.writer.current()).get(RETRY_ANNOTATION) or "")
+    return request if request and requested_config(request) == config else ""
+
+
+def clear_stale(ctx: Context, config: str) -> bool:
+    """The node is about to say Done on ``config``: a failed verdict of another config (it
+    was rolled back, or moved on) goes with that write, and ``mcd_health_gate_failed`` is 0.
+    A passing verdict deferred for ``config`` replaces it anyway."""
+    have = annotations_of(ctx.writer.current()).get(STATE_ANNOTATION)
+    if not stale_state(have, config) or ctx.writer.owes(STATE_ANNOTATION):
+        return False
+    log.info("Clearing the failed health gate of another config from node %s", ctx.node_name)
+    ctx.writer.defer_annotations({STATE_ANNOTATION: None})
+    ctx.metrics.health_gate_failed.set(0)
+    forget_verdict(ctx.host.root, config)
+    return True
+
+
+def _annotate(ctx: Context, verdict: Verdict, request: str = "") -> None:
     """The verdict on the Node: a failed one at once; a passing one with the write that
-    follows it a moment later (Done, or the reason the update failed after all)."""
+    follows it a moment later (Done, or the reason the update failed after all). A verdict
+    of the config a retry was requested for answers that request."""
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    values = {STATE_ANNOTATION: state_annotation(verdict, when)}
+    answered = request if requested_config(request) == verdict.config else ""
+    values = {STATE_ANNOTATION: state_annotation(verdict, when, answered)}
     if verdict.ok:
         ctx.writer.defer_annotations(values)
         return

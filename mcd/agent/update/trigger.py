@@ -177,6 +177,9 @@ def _update(
         gate = gating.gate_for(ctx, pool)
     except health.GateSettingsError as e:
         raise SyncError(str(e)) from e
+    request = gating.retry_requested(ctx, desired.name)
+    if request and gateboots.honour_retry(root, request):  # a resumed rollout: gate it again
+        log.info("Health gate of %s re-run as the controller asked: %s", desired.name, request)
     refused = gateboots.refused(root, desired.name, gate.settings.max_boots)
     if refused and gate.settings.enabled:  # its gate failed too often: no reboot loop
         raise SyncError(refused)
@@ -360,6 +363,7 @@ def complete_update(ctx: Context, mc: MachineConfig) -> None:
     set_log_fields(MCD_CONFIG=mc.name)
     start_drift_monitor(ctx, mc)  # watching before Done: a change after Done is never missed
     timing.finished(ctx.host.root, ctx.metrics, mc.name)  # before Done: then disk is settled
+    gating.clear_stale(ctx, mc.name)  # a failed gate of another config goes with Done
     ctx.status.done(mc.name, mc.ocl_image)
     progress.completed(ctx, mc.name)
     progress.irreconcilable(ctx, mc)

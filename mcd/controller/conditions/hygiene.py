@@ -1,7 +1,8 @@
 """A pool's hygiene conditions (:mod:`mcd.model.pool.hygiene` decides): ``InvalidNodeSelector``
 on a pool whose ``nodeSelector`` no label selector can use (its status is written alone: no
 node is its member, its counts stay), and ``NodeInTwoPools`` on every custom pool that
-selects a node another custom pool selects too."""
+selects a node another custom pool selects too; upstream's ``SelectingAll`` Event on a pool
+whose empty ``nodeSelector`` selects every node (it rolls nothing out)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,17 @@ from mcd.model.pool.hygiene import (
     Membership,
     conflict_message,
 )
-from mcd.model.pool.pools import NodeView, name_of
+from mcd.model.pool.pools import NodeView, name_of, selects_all
 from mcd.model.pool.rollout import condition, set_condition
+
+
+def selecting_all(writer: PoolWriter, pool: Obj) -> bool:
+    """Does the pool select every node? Then upstream's Warning Event, and no rollout."""
+    if not selects_all((pool.get("spec") or {}).get("nodeSelector")):
+        return False
+    message = "This machineconfigpool is selecting all nodes. A non-empty selector is required."
+    writer.event(pool, "SelectingAll", message, warning=True)
+    return True
 
 
 def invalid_selector(

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from mcd.model.errors import ConfigError
 from mcd.model.text import printable
+from mcd.model.vocabulary import Annotation, NodeState
 
 GATE_ANNOTATION = "mcd-project.github.io/health-gate"
 """On a Node or a MachineConfigPool: the gate's settings, ``key=value`` pairs separated by
@@ -31,6 +32,13 @@ confirmed."""
 STATE_ANNOTATION = "mcd-project.github.io/health-gate-state"
 """Written by the agent on its Node: the last gate's result, as JSON (``config``, ``result``,
 ``check`` when one failed, ``time``); ``mcd status`` shows it."""
+
+RETRY_ANNOTATION = "mcd-project.github.io/health-gate-retry"
+"""Written by the controller on a Node when a halted rollout is resumed (the pool's
+``rollout-halted`` annotation removed): ``{"config": ..., "time": ...}``, run the health gate
+of ``config`` again. The agent honours each request once (its gate counter for that config
+starts afresh) and echoes it as ``retry`` in the gate's next ``health-gate-state``: a verdict
+given after the resume. Until then the controller does not count the node's earlier failure."""
 
 SETTINGS_FILE = "/etc/mcd/health.conf"
 """The node's own settings: ``key = value`` lines, ``#`` comments."""
@@ -176,12 +184,15 @@ class Verdict:
         }  # fmt: skip
 
 
-def state_annotation(verdict: Verdict, when: str) -> str:
-    """The Node annotation's value for a verdict (names only: never a check's output)."""
+def state_annotation(verdict: Verdict, when: str, retry: str = "") -> str:
+    """The Node annotation's value for a verdict (names only: never a check's output);
+    ``retry``: the retry request (:data:`RETRY_ANNOTATION`) the gate ran after."""
     doc: dict[str, str] = {"config": verdict.config, "result": "passed" if verdict.ok else "failed"}
     if verdict.failed is not None:
         doc["check"] = verdict.failed.name
     doc["time"] = when
+    if retry:
+        doc["retry"] = retry
     return json.dumps(doc, separators=(",", ":"))
 
 
@@ -193,7 +204,46 @@ def describe_state(value: str) -> dict[str, str] | None:
         return None
     if not isinstance(doc, dict):
         return None
-    return {k: str(v) for k, v in doc.items() if k in ("config", "result", "check", "time")}
+    keys = ("config", "result", "check", "time", "retry")
+    return {k: str(v) for k, v in doc.items() if k in keys}
+
+
+def retry_request(config: str, when: str) -> str:
+    """The value of :data:`RETRY_ANNOTATION` asking for ``config``'s gate again."""
+    return json.dumps({"config": config, "time": when}, separators=(",", ":"))
+
+
+def requested_config(value: str | None) -> str:
+    """The config a retry request names ('' when absent or not ours)."""
+    try:
+        doc = json.loads(value or "")
+    except ValueError:
+        return ""
+    config = doc.get("config") if isinstance(doc, dict) else None
+    return config if isinstance(config, str) else ""
+
+
+def retry_pending(annotations: Mapping[str, str], config: str) -> bool:
+    """A retry of ``config``'s gate was requested and the node has not answered it yet: its
+    failure (Degraded, a failed gate) predates the request and does not count. Answered: a
+    verdict that names the request and failed (a fresh failure), or one that passed once the
+    node no longer says Degraded (the passing verdict may reach the Node a moment before
+    the agent's Done does)."""
+    request = annotations.get(RETRY_ANNOTATION) or ""
+    if not request or requested_config(request) != config:
+        return False
+    state = describe_state(annotations.get(STATE_ANNOTATION) or "") or {}
+    if state.get("retry") != request:
+        return True
+    failing = annotations.get(Annotation.STATE) in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
+    return state.get("result") == "passed" and failing
+
+
+def stale_state(value: str | None, config: str) -> bool:
+    """A failed verdict kept on a node now Done on another config (``config``): the node
+    moved on (a rollback, a new target), so the failure says nothing about it any more."""
+    state = describe_state(value or "") or {}
+    return bool(state) and state.get("result") == "failed" and state.get("config") != config
 
 
 def gate_failed(config: str, check: CheckResult) -> str:

@@ -21,14 +21,16 @@ health gate failed on the target, or pods on it crash-loop more than before the 
 ``maxUnhealthy`` the pool halts: the controller records the halted target in the annotation
 ``mcd-project.github.io/rollout-halted`` (no further node gets the target; updates under way
 finish). Removing that annotation resumes the rollout; a new target (changed MachineConfigs
-or a rollback) is a new rollout and is not halted.
+or a rollback) is a new rollout and is not halted. A rollout back to the config the whole pool
+was last Done on (``status.configuration``, as after ``mcd rollback`` of a halted rollout) has
+no canary wave: that config is proven on every node.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -185,18 +187,24 @@ def unhealthy_nodes(
     target: str,
     gate_failed: Mapping[str, str] | None = None,
     crashing: Mapping[str, str] | None = None,
+    retrying: Collection[str] = (),
 ) -> dict[str, str]:
     """The nodes given ``target`` that are unhealthy, each with why: Degraded or
     Unreconcilable, NotReady, the health gate failed on ``target`` (``gate_failed``: node ->
-    the failed check) or pods crash-looping (``crashing``: node -> :func:`crash_verdict`)."""
+    the failed check) or pods crash-looping (``crashing``: node -> :func:`crash_verdict`).
+    ``retrying``: nodes asked to run the gate again (a resumed rollout) that have not
+    answered yet: their earlier failure (Degraded, the failed gate) does not count."""
     out: dict[str, str] = {}
     for v in views:
         if v.desired != target or not target:
             continue
-        if v.degraded:
+        again = v.name in retrying
+        if v.degraded and not again:
             out[v.name] = f"{v.state}: {v.reason}" if v.reason else v.state
         elif not v.ready:
             out[v.name] = v.not_ready_reason or "NotReady"
+        elif again:
+            continue
         elif (gate_failed or {}).get(v.name) is not None:
             check = (gate_failed or {})[v.name]
             out[v.name] = f"health gate failed ({check})" if check else "health gate failed"
@@ -223,6 +231,14 @@ class Gate:
     phase: str = ""
     """'' (no canary), WAVE, SOAKING or PASSED."""
     soak_until: datetime | None = None
+    retried: tuple[str, ...] = ()
+    """Nodes asked to run the health gate again in this pass (the halt was lifted)."""
+
+    def resume_message(self, target: str) -> str:
+        if not self.retried:
+            return f"rollout of {target} resumed"
+        return (f"rollout of {target} resumed; health gate re-run requested on "
+                f"{', '.join(self.retried)} (their earlier failure no longer counts)")  # fmt: skip
 
     def halt_message(self, target: str, pool: str) -> str:
         named = "; ".join(f"{n}: {why}" for n, why in sorted(self.unhealthy.items()))
@@ -277,15 +293,18 @@ def decide(
     halted_for: str,
     soak_since: datetime | None,
     now: datetime,
+    completed: str = "",
 ) -> Gate:
     """The policy's verdict for one pass. ``halted_for`` is the target a halt was recorded
     for (the pool's halt annotation, '' when none); ``soak_since`` when the canary was
-    first seen Done and healthy (None: not yet)."""
+    first seen Done and healthy (None: not yet); ``completed`` the config the whole pool
+    was last Done on (``status.configuration``): a rollout back to it has no canary wave
+    (every node ran it; a rollback must reach the node that failed at once)."""
     limit = policy.unhealthy_limit(len(views))
     already = bool(target) and halted_for == target
     if already or len(unhealthy) > limit:
         return Gate(halted=True, newly_halted=not already, unhealthy=dict(unhealthy))
-    if not policy.has_canary or not target:
+    if not policy.has_canary or not target or target == completed:
         return Gate(unhealthy=dict(unhealthy))
     wave = canary_nodes(policy, views, target, labels)
     by_name = {v.name: v for v in views}

@@ -7,7 +7,17 @@ Upstream's node controller (``getAllCandidateMachines``, ``updateCandidateMachin
   further node gets ``desiredConfig`` until it recovers (upstream only counts it against
   ``maxUnavailable``); a node degraded on an older target is still a candidate, so a
   fixed config rolls out to it;
-* a maintenance window (:mod:`mcd.model.pool.windows`) holds updates that drain or reboot.
+* a maintenance window (:mod:`mcd.model.pool.windows`) holds updates that drain or reboot;
+* a node that failed a target the pool no longer wants (Degraded or Unreconcilable with
+  ``currentConfig != desiredConfig``, upstream ``IsNodeMCDFailing``) and is cordoned or
+  NotReady is retargeted first and costs no capacity (:func:`stranded_on_old_target`).
+  Upstream's ``IsUnavailableForUpdate`` says a failing node "can safely be retargeted", but
+  ``getAllCandidateMachines`` then takes only ``IsNodeReady`` (Ready and schedulable) nodes,
+  so a canary left Degraded and cordoned by its failed update waits for a hand ``uncordon``
+  before a rollback reaches it. Such a node is counted unavailable already and stays so until
+  it is Done on the new target: the pool never has more than ``maxUnavailable`` nodes out.
+  Nodes upstream skips for other reasons (NotReady and not failing, told a target and not yet
+  started) are still skipped.
 
 ``paused`` stops exactly the ``desiredConfig`` writes: the status is still computed and an
 update in progress finishes.
@@ -114,27 +124,30 @@ def plan_rollout(
     capacity = limit - unavailable
     # Upstream: nodes failing this config count against availability too.
     capacity -= sum(1 for n in nodes if n.desired == target and n.failing)
+    # Failed on a target the pool no longer wants and left cordoned or NotReady: counted
+    # unavailable above already, so retargeting it costs no capacity; it goes first.
+    stranded = [n for n in need if stranded_on_old_target(n)]
     candidates = [n for n in need if n.schedulable_and_ready]
     outside_wave = False
     if only is not None:
-        outside_wave = any(n.name not in only for n in candidates)
+        outside_wave = any(n.name not in only for n in candidates + stranded)
         candidates = [n for n in candidates if n.name in only]
+        stranded = [n for n in stranded if n.name in only]
     held: list[str] = []
     if window is not None and not window.open:
-        allowed = []
-        for n in candidates:
-            if needs_window((costs or {}).get(n.name), rebootless_anytime):
-                held.append(n.name)
-            else:
-                allowed.append(n)
-        candidates = allowed
+        held = [n.name for n in candidates + stranded if _held(n, costs, rebootless_anytime)]
+        candidates = [n for n in candidates if n.name not in held]
+        stranded = [n for n in stranded if n.name not in held]
     ordered, last = drain_order(candidates, drain_blocked or {}, released)
-    if capacity <= 0:
+    free = upstream_order(stranded)
+    if capacity <= 0 and not free:
         return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last)
-    chosen = ordered[:capacity]
+    chosen = free + ordered[: max(capacity, 0)]
     chosen_names = {n.name for n in chosen}
     blocked = ""
-    if not chosen and held:
+    if capacity <= 0 and ordered:
+        blocked = NO_CAPACITY
+    elif not chosen and held:
         blocked = WINDOW
     elif not chosen and outside_wave:
         blocked = CANARY_WAVE
@@ -142,10 +155,20 @@ def plan_rollout(
         targets=tuple(n.name for n in chosen),
         waiting=tuple(w for w in waiting if w not in chosen_names),
         held=tuple(held),
-        capacity=capacity,
+        capacity=max(capacity, 0),
         blocked=blocked,
         last=tuple(n for n in last if n not in chosen_names),
     )
+
+
+def stranded_on_old_target(node: NodeView) -> bool:
+    """Failed its last target and out of service (cordoned or NotReady): already counted
+    unavailable, so giving it a new target takes nothing more out of the pool."""
+    return node.failing and not node.schedulable_and_ready
+
+
+def _held(node: NodeView, costs: Mapping[str, Cost | None] | None, anytime: bool) -> bool:
+    return needs_window((costs or {}).get(node.name), anytime)
 
 
 def drain_order(
