@@ -14,7 +14,7 @@ import click
 from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.agent.daemon import Agent, Options
 from mcd.agent.sync.ownership import StartRefused
-from mcd.cli import fleet, pools
+from mcd.cli import pools
 from mcd.cli.common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -28,6 +28,7 @@ from mcd.cli.common import (
     verbosity,
     warn,
 )
+from mcd.cli.fleet import command as fleet
 from mcd.cli.mountedroot import mounted_root
 from mcd.cli.output import clean, emit, output_format, output_option
 from mcd.cluster.api import ApiError, Kube, load_client

@@ -225,7 +225,7 @@ class AutoPrune:
         self.kube, self.grace, self.every, self.batch = kube, grace, every, batch
         self.mine = mine
         """Whether a rendered config is this controller's to prune (one of the pools it
-        paces: :class:`mcd.controller.pacer.Pacer`)."""
+        paces: :class:`mcd.controller.leadership.pacer.Pacer`)."""
         self.last: float | None = None
 
     def due(self, clock: float) -> bool:

@@ -4,9 +4,9 @@ A replica first takes the Lease (``mcd-controller`` in the install namespace: ``
 else the pod's, else ``mcd``, as the Deployment; its Events go there too); until it holds it
 it only asks for the Lease every ``retry`` seconds and starts no watch (a standby costs
 one request per retry). Of the pools, it paces only those that record its Lease (or that
-it records it on): :mod:`mcd.controller.pacer`. It does not run while upstream's
+it records it on): :mod:`mcd.controller.leadership.pacer`. It does not run while upstream's
 machine-config-controller does (checked at start, before it takes the Lease, and every
-30 seconds while it leads): one line, exit code 78 (:mod:`mcd.controller.election`).
+30 seconds while it leads): one line, exit code 78 (:mod:`mcd.controller.leadership.election`).
 
 The leader lists and watches Nodes, MachineConfigPools and MachineConfigs, and runs a pass over
 all pools (and starts the drains the agents asked for: :mod:`mcd.controller.drain`) whenever
@@ -43,9 +43,9 @@ from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
-from mcd.controller.election import UpstreamGuard, install_namespace
+from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
-from mcd.controller.pacer import Pacer
+from mcd.controller.leadership.pacer import Pacer
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
@@ -103,7 +103,7 @@ class ControllerOptions:
     prune_every: float = PRUNE_EVERY
     take_over_from: tuple[str, ...] = ()
     """Leases (``NAMESPACE/NAME``) whose pools this controller takes once they are not held
-    (:mod:`mcd.controller.pacer`)."""
+    (:mod:`mcd.controller.leadership.pacer`)."""
 
 
 class Controller:

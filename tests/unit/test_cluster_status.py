@@ -12,8 +12,9 @@ from typing import Any
 from click.testing import CliRunner
 
 from mcd.cli import cli
-from mcd.cli.fleet import render
-from mcd.cli.fleetreport import ALERTS, fleet_report
+from mcd.cli.fleet.command import render
+from mcd.cli.fleet.report import fleet_report
+from mcd.cli.fleet.shapes import ALERTS
 from mcd.model.drain.report import DRAIN_BLOCKED
 from mcd.model.node.health import STATE_ANNOTATION
 from mcd.model.pool.pools import NodeView
@@ -202,7 +203,7 @@ def test_a_pool_its_rollout_policy_halted_says_what_resumes_it() -> None:
 
 
 def test_a_node_without_its_agent_is_not_done_whatever_its_annotations_say() -> None:
-    from mcd.cli.agents import agent_of  # noqa: PLC0415
+    from mcd.cli.fleet.agents import agent_of  # noqa: PLC0415
 
     nodes = [node("a", "r2", "r2"), node("b", "r2", "r2"), node("c", "r2", "r2")]
     crash = {"metadata": {"name": "mcd-x", "namespace": "mcd"}, "spec": {"nodeName": "a"},

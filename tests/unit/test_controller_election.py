@@ -1,7 +1,7 @@
 """Who may lead and which pools it paces (issue 40, item 7): the Lease in the install
 namespace (never ``default``), no controller beside upstream's machine-config-controller, and
 a pool written by the controller whose Lease it records only
-(:mod:`mcd.controller.election`, :mod:`mcd.controller.pacer`, :mod:`mcd.cluster.lease`)."""
+(:mod:`mcd.controller.leadership.election`, :mod:`mcd.controller.leadership.pacer`, :mod:`mcd.cluster.lease`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 
 from mcd.cluster.api import ApiError
 from mcd.cluster.lease import LeaseLock, upstream_controller
-from mcd.controller.election import EXIT_UPSTREAM_RUNS, UpstreamGuard, install_namespace
-from mcd.controller.pacer import PACER_ANNOTATION, Pacer
+from mcd.controller.leadership.election import EXIT_UPSTREAM_RUNS, UpstreamGuard, install_namespace
+from mcd.controller.leadership.pacer import PACER_ANNOTATION, Pacer
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 27, 20, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd.agent.safety import gateboots
-from mcd.cli.fleetreport import fleet_report
+from mcd.cli.fleet.report import fleet_report
 from mcd.controller.conditions.window import WAITING, WindowWaits
 from mcd.controller.policy import PolicyStep
 from mcd.host.rootfs import Root

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mcd.cli.fleetreport import NodeAgent
+from mcd.cli.fleet.shapes import NodeAgent
 from mcd.cli.output import human_duration
 
 Obj = Mapping[str, Any]

@@ -1,6 +1,6 @@
 """``mcd status --cluster``: the one screen a person reads first, like ``oc get co
 machine-config`` plus ``oc get mcp``: each pool's progress and conditions, the alerts that
-would fire, and the next step (what it says: :mod:`mcd.cli.fleetreport`). The command reads
+would fire, and the next step (what it says: :mod:`mcd.cli.fleet.report`). The command reads
 the pools and Nodes once, and Prometheus' ``/api/v1/alerts`` with ``--prometheus URL``.
 """
 
@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from mcd.cli.agents import AGENT_SELECTOR, LEASES, PODS, agent_of
 from mcd.cli.common import fail, say, warn
-from mcd.cli.fleetreport import FleetReport, NodeAgent, fleet_report
+from mcd.cli.fleet.agents import AGENT_SELECTOR, LEASES, PODS, agent_of
+from mcd.cli.fleet.report import fleet_report
+from mcd.cli.fleet.shapes import FleetReport, NodeAgent
 from mcd.cli.output import clean, columns, emit, output_format
 from mcd.cluster.api import ApiError, Kube
 from mcd.cluster.pools import NODES, POOLS
