@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import re
 
+from mcd.host import runtime
 from mcd.host.errors import HostError
 from mcd.host.osupdate.osrelease import PATHS as OS_RELEASE_PATHS
 from mcd.host.osupdate.osrelease import parse_os_release
@@ -80,6 +81,7 @@ def detect(root: Root, *, rpm_ostree: bool) -> HostSupport:
         os_image=image,
         kernel_arguments=_kargs_tool(root, image == RPM_OSTREE),
         systemd_version=systemd_version(root),
+        container_runtime=runtime.detect(root).name,
     )
 
 
