@@ -15,6 +15,12 @@ a CRI-O node never sees them:
   no reboot, but the new settings (runtimes, sandbox image, snapshotter, cgroups) apply to
   containers started after it: the drain moves the pods off first, so none straddles two
   configurations. Upstream has no policy for CRI-O's ``crio.conf`` and reboots for it.
+
+Upstream's defaults that reload CRI-O (``policy.json``, ``registries.conf`` and
+``registries.d``, ``/etc/crio/policies``, the ``containers-gpg.pub`` key) are None on a
+containerd node: containerd reads none of those files, and there is no ``crio.service`` to
+reload (the reload would fail the update). The user CA bundle restarts containerd instead
+of CRI-O: containerd, as any Go program, loads the system trust store once.
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ from __future__ import annotations
 import dataclasses
 
 from mcd.model.disruption.policy import (
+    DEFAULT,
     DRAIN,
     NONE,
+    UPDATE_CA_TRUST,
     DisruptionPolicies,
     FilePolicy,
     restart,
 )
-from mcd.model.vocabulary import CONTAINERD_RUNTIME
+from mcd.model.vocabulary import CONTAINERD_RUNTIME, USER_CA_BUNDLE
 
 __all__ = ["CONTAINERD_RUNTIME", "RUNTIME_POLICIES", "for_runtime", "reads_hosts_live"]
 
@@ -44,23 +52,33 @@ RUNTIME_POLICIES: dict[str, tuple[FilePolicy, ...]] = {
         FilePolicy(CONTAINERD_CERTS_D, (NONE,), RUNTIME_ORIGIN),
         FilePolicy(CONTAINERD_CONFIG, (DRAIN, restart(CONTAINERD)), RUNTIME_ORIGIN),
         FilePolicy(CONTAINERD_CONF_D, (DRAIN, restart(CONTAINERD)), RUNTIME_ORIGIN),
+        # upstream's CRI-O defaults, as they stand on a containerd node
+        FilePolicy("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy("/etc/containers/policy.json", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy("/etc/containers/registries.conf", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy("/etc/containers/registries.d", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy("/etc/crio/policies", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy(USER_CA_BUNDLE, (restart(UPDATE_CA_TRUST), restart(CONTAINERD)), RUNTIME_ORIGIN),
     ),
 }
 
 
 def for_runtime(policies: DisruptionPolicies, runtime: str) -> DisruptionPolicies:
-    """``policies`` with ``runtime``'s own defaults appended, each only where no policy for
-    the same path exists (the administrator's wins); unchanged for CRI-O or an unknown
-    runtime."""
+    """``policies`` with ``runtime``'s own defaults: each replaces a default policy for the
+    same path, or is appended; an administrator's policy for the path wins. Unchanged for
+    CRI-O or an unknown runtime."""
     extra = RUNTIME_POLICIES.get(runtime, ())
-    have = {p.path for p in policies.files}
-    added = tuple(p for p in extra if p.path not in have)
-    if not added:
+    if not extra:
         return policies
+    files = list(policies.files)
+    for policy in extra:
+        at = next((i for i, p in enumerate(files) if p.path == policy.path), None)
+        if at is None:
+            files.append(policy)
+        elif files[at].origin == DEFAULT:
+            files[at] = policy
     return dataclasses.replace(
-        policies,
-        files=policies.files + added,
-        source=f"{policies.source}, with containerd's defaults",
+        policies, files=tuple(files), source=f"{policies.source}, with containerd's defaults"
     )
 
 
