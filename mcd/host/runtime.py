@@ -31,9 +31,7 @@ def host_runtime(root: Root) -> rt.HostRuntime:
     """What the host under ``root`` shows: crictl's configured endpoint, the sockets there."""
     data = _read(root, rt.CRICTL_CONFIG)
     configured = rt.crictl_endpoint(data.decode(errors="replace")) if data else ""
-    sockets = tuple(
-        path for paths in rt.SOCKETS.values() for path in paths if _exists(root, path)
-    )
+    sockets = tuple(path for paths in rt.SOCKETS.values() for path in paths if _exists(root, path))
     return rt.HostRuntime(configured, sockets)
 
 

@@ -20,7 +20,9 @@ def make_root(tmp_path: Path, files: dict[str, str]) -> Root:
 
 
 def test_crictl_yaml_names_containerd_and_its_socket(tmp_path: Path) -> None:
-    root = make_root(tmp_path, {"/etc/crictl.yaml": "runtime-endpoint: unix:///run/realnode/containerd.sock\n"})
+    root = make_root(
+        tmp_path, {"/etc/crictl.yaml": "runtime-endpoint: unix:///run/realnode/containerd.sock\n"}
+    )
     choice = runtime.detect(root)
     assert (choice.name, choice.socket) == ("containerd", "/run/realnode/containerd.sock")
     assert detect(root, rpm_ostree=False).container_runtime == "containerd"
@@ -39,7 +41,10 @@ def test_the_only_socket_through_the_roots_own_var_run_link(tmp_path: Path) -> N
 def test_the_kubelets_report_outranks_the_hosts_socket(tmp_path: Path) -> None:
     root = make_root(tmp_path, {"/run/crio/crio.sock": ""})
     choice = runtime.detect(root, "containerd://1.6.20")
-    assert (choice.name, choice.endpoint) == ("containerd", "unix:///run/containerd/containerd.sock")
+    assert (choice.name, choice.endpoint) == (
+        "containerd",
+        "unix:///run/containerd/containerd.sock",
+    )
 
 
 def test_nothing_known_is_cri_o_assumed_and_published_as_unknown(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ M1, M2 = "https://m1.example.com", "https://m2.example.com"
 
 # -- where containerd looks ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("host", "dirs"),
     [
@@ -43,7 +44,9 @@ M1, M2 = "https://m1.example.com", "https://m2.example.com"
         ("[::1]:5000", ("[::1]_5000_", "[::1]:5000", "_default")),
     ],
 )
-def test_containerd_tries_host_port_then_host_then_default(host: str, dirs: tuple[str, ...]) -> None:
+def test_containerd_tries_host_port_then_host_then_default(
+    host: str, dirs: tuple[str, ...]
+) -> None:
     assert h.host_dirs(host) == dirs
 
 
@@ -76,6 +79,7 @@ def test_only_a_namespaces_hosts_toml_is_judged(path: str) -> None:
 
 
 # -- decoding --------------------------------------------------------------------------------
+
 
 def test_a_file_decodes_as_containerd_reads_it() -> None:
     data = (
@@ -115,7 +119,9 @@ def test_a_file_containerd_would_ignore_is_refused(data: bytes, detail: str) -> 
 
 
 urls = st.builds(
-    lambda name, port: f"https://{name}" + (f":{port}" if port else ""), hostnames, st.none() | ports
+    lambda name, port: f"https://{name}" + (f":{port}" if port else ""),
+    hostnames,
+    st.none() | ports,
 )
 paths = st.lists(st.text("abcxyz/._-", min_size=1, max_size=12).map(lambda s: "/" + s), max_size=2)
 entries = st.builds(
@@ -138,14 +144,19 @@ def test_a_rendered_file_decodes_to_what_was_rendered(
     root: HostEntry, mirrors: list[HostEntry], server: bool
 ) -> None:
     root = HostEntry(
-        url=root.url if server else "", capabilities=root.capabilities,
-        skip_verify=root.skip_verify, ca=root.ca, client=root.client, header=root.header,
+        url=root.url if server else "",
+        capabilities=root.capabilities,
+        skip_verify=root.skip_verify,
+        ca=root.ca,
+        client=root.client,
+        header=root.header,
     )  # fmt: skip  (the root has no override_path of its own here)
     wanted = HostsFile(root, tuple(mirrors))
     assert h.parse_hosts_toml(h.render_hosts_toml(wanted), PATH) == wanted
 
 
 # -- the no-drain rules ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("old", "new"),

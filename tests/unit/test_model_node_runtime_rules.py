@@ -116,5 +116,7 @@ def test_containerd_registry_config_path(config: bytes, paths: tuple[str, ...]) 
 
 
 def test_an_undecodable_containerd_config_says_so() -> None:
-    with pytest.raises(rt.ContainerdConfigError, match="cannot decode /etc/containerd/config.toml"):
+    with pytest.raises(
+        rt.ContainerdConfigError, match=r"cannot decode /etc/containerd/config\.toml"
+    ):
         rt.registry_config_paths(b"version = = 2")

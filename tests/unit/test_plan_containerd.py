@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mcd.cli import cli
 from mcd.model.disruption.policy import DEFAULT_POLICIES, merge_policies, parse_user_policies
-from mcd.model.planning.applicability import HostSupport
+from mcd.model.planning.applicability import HostSupport, host_support_of, support_from_annotation
 from mcd.model.planning.plan import make_plan
 from tests.builders import file_entry, mc, mc_doc
 
@@ -28,7 +28,9 @@ def containerd_root(tmp_path: Path) -> Path:
     """A node root as realnode's: crictl.yaml names containerd's socket in a place of its own."""
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
-    (root / "etc/crictl.yaml").write_text("runtime-endpoint: unix:///run/realnode/containerd.sock\n")
+    (root / "etc/crictl.yaml").write_text(
+        "runtime-endpoint: unix:///run/realnode/containerd.sock\n"
+    )
     return root
 
 
@@ -45,7 +47,9 @@ def plan_cli(tmp_path: Path, old: list[tuple[str, str]], new: list[tuple[str, st
 
 
 def test_a_digest_only_mirror_in_hosts_toml_is_applied_live_without_a_drain(tmp_path: Path) -> None:
-    code, out = plan_cli(tmp_path, [], [(HOSTS, DIGEST_MIRROR)], "--root", str(containerd_root(tmp_path)))
+    code, out = plan_cli(
+        tmp_path, [], [(HOSTS, DIGEST_MIRROR)], "--root", str(containerd_root(tmp_path))
+    )
     assert code == 0
     lines = out.splitlines()
     assert lines[1].endswith("; container runtime: containerd)")
@@ -58,7 +62,9 @@ def test_a_digest_only_mirror_in_hosts_toml_is_applied_live_without_a_drain(tmp_
 
 
 def test_a_tag_mirror_in_hosts_toml_drains_and_says_why(tmp_path: Path) -> None:
-    code, out = plan_cli(tmp_path, [], [(HOSTS, TAG_MIRROR)], "--root", str(containerd_root(tmp_path)))
+    code, out = plan_cli(
+        tmp_path, [], [(HOSTS, TAG_MIRROR)], "--root", str(containerd_root(tmp_path))
+    )
     assert code == 0
     assert (f"Drain: yes ({HOSTS}: mirror https://mirror.example.com has been added in registry "
             "quay.io that can resolve tags (capabilities without resolve make it digest-only))"
@@ -160,8 +166,6 @@ def test_an_administrators_policy_outranks_containerds_default() -> None:
 
 
 def test_the_host_support_annotation_carries_the_runtime_and_the_kubelet_outranks_it() -> None:
-    from mcd.model.planning.applicability import host_support_of, support_from_annotation
-
     assert support_from_annotation(CONTAINERD.annotation()) == CONTAINERD
     plain = HostSupport(os="RHCOS")
     assert "containerRuntime" not in plain.annotation()  # unchanged for a runtime not known

@@ -192,10 +192,14 @@ class PinnedImages:
         client on its socket (unless the agent was given one)."""
         choice = host_runtime.detect(self.root, rt.node_runtime_version(node))
         if choice.name != self.runtime:
-            log.info("Pinned images: pulling through %s (%s)", choice.name or "cri-o", choice.source)
+            log.info(
+                "Pinned images: pulling through %s (%s)", choice.name or "cri-o", choice.source
+            )
             if choice.name == rt.CONTAINERD:
-                log.info("Pinned images: containerd has no pinned-images setting; images are "
-                         "pulled, not kept from the kubelet's image garbage collection")  # fmt: skip
+                log.info(
+                    "Pinned images: containerd has no pinned-images setting; images are "
+                    "pulled, not kept from the kubelet's image garbage collection"
+                )
         self.runtime = choice.name
         if not self._cri_given and choice.socket and choice.socket != self.cri.socket:
             self.cri = Cri(self.root, socket=choice.socket)

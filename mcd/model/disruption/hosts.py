@@ -210,7 +210,7 @@ def _client(path: str, value: object, where: str) -> tuple[tuple[str, str], ...]
     for item in value:
         if isinstance(item, str):
             pairs.append((item, ""))
-        elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item):  # noqa: PLR2004
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item):
             pairs.append((str(item[0]), str(item[1])))
         else:
             raise _error(path, f"{where}: a pair must be two strings")
@@ -246,7 +246,9 @@ def _lines(entry: HostEntry, *, root: bool) -> list[str]:
     if root and entry.url:
         lines.append(f"server = {_quote(entry.url)}")
     if not root or entry.capabilities != frozenset(CAPABILITIES):
-        lines.append(f"capabilities = {_list(tuple(c for c in CAPABILITIES if c in entry.capabilities))}")
+        lines.append(
+            f"capabilities = {_list(tuple(c for c in CAPABILITIES if c in entry.capabilities))}"
+        )
     if entry.skip_verify is not None:
         lines.append(f"skip_verify = {str(entry.skip_verify).lower()}")
     if entry.ca:

@@ -53,7 +53,9 @@ RUNTIME_POLICIES: dict[str, tuple[FilePolicy, ...]] = {
         FilePolicy(CONTAINERD_CONFIG, (DRAIN, restart(CONTAINERD)), RUNTIME_ORIGIN),
         FilePolicy(CONTAINERD_CONF_D, (DRAIN, restart(CONTAINERD)), RUNTIME_ORIGIN),
         # upstream's CRI-O defaults, as they stand on a containerd node
-        FilePolicy("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", (NONE,), RUNTIME_ORIGIN),
+        FilePolicy(
+            "/etc/machine-config-daemon/no-reboot/containers-gpg.pub", (NONE,), RUNTIME_ORIGIN
+        ),
         FilePolicy("/etc/containers/policy.json", (NONE,), RUNTIME_ORIGIN),
         FilePolicy("/etc/containers/registries.conf", (NONE,), RUNTIME_ORIGIN),
         FilePolicy("/etc/containers/registries.d", (NONE,), RUNTIME_ORIGIN),
@@ -86,6 +88,8 @@ def reads_hosts_live(policies: DisruptionPolicies, path: str) -> bool:
     """Whether ``path`` falls under containerd's own certs.d policy (not an administrator's):
     only then is a hosts.toml change judged by the registry no-drain rules."""
     policy = policies.closest_file_policy(path)
-    return policy is not None and policy.origin == RUNTIME_ORIGIN and policy.path == (
-        CONTAINERD_CERTS_D
+    return (
+        policy is not None
+        and policy.origin == RUNTIME_ORIGIN
+        and policy.path == (CONTAINERD_CERTS_D)
     )

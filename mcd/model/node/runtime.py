@@ -158,9 +158,9 @@ CRI_REGISTRY_PLUGIN = {1: "cri", 2: "io.containerd.grpc.v1.cri", 3: "io.containe
 def registry_config_paths(config_toml: bytes) -> tuple[str, ...]:
     """The directories containerd's CRI plugin reads ``hosts.toml`` from: its
     ``[plugins."io.containerd.grpc.v1.cri".registry] config_path`` (``plugins.cri`` in a
-    version 1 file, ``plugins."io.containerd.cri.v1.images"`` in containerd 2's version 3), a ``:``-separated list as containerd splits it
-    (``filepath.SplitList``); empty when unset (containerd 1.6/1.7's default: then no
-    ``hosts.toml`` is read at all)."""
+    version 1 file, ``plugins."io.containerd.cri.v1.images"`` in containerd 2's version 3),
+    a ``:``-separated list as containerd splits it (``filepath.SplitList``); empty when
+    unset (containerd 1.6/1.7's default: then no ``hosts.toml`` is read at all)."""
     import tomllib  # noqa: PLC0415  (only when a containerd host is inspected)
 
     try:
