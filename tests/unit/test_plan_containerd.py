@@ -115,13 +115,16 @@ REGISTRIES = ('[[registry]]\nprefix = "quay.io"\nlocation = "quay.io"\n'
               '[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "digest-only"\n')  # fmt: skip
 
 
+@pytest.mark.parametrize("legacy", [False, True])
 @pytest.mark.parametrize("path", CRIO_FILES)
 @pytest.mark.parametrize("host", [None, HostSupport(container_runtime="cri-o"), HostSupport()])
-def test_crios_classification_is_unchanged(path: str, host: HostSupport | None) -> None:
+def test_crios_classification_is_unchanged(
+    path: str, host: HostSupport | None, legacy: bool
+) -> None:
     data = REGISTRIES if path.endswith("registries.conf") else "x\n"
     old, new = mc("a"), mc("b", files=[file_entry(path, data)])
-    want = make_plan(old, new)  # upstream's defaults, no node: as before containerd was known
-    got = make_plan(old, new, host=host)
+    want = make_plan(old, new, legacy=legacy)  # no node: as before containerd was known
+    got = make_plan(old, new, host=host, legacy=legacy)
     assert (got.actions, got.decisions, got.drain, got.drain_reason, got.policy_source) == (
         want.actions, want.decisions, want.drain, want.drain_reason, want.policy_source)  # fmt: skip
 
@@ -174,3 +177,22 @@ def test_the_host_support_annotation_carries_the_runtime_and_the_kubelet_outrank
         "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://1.6.20"}}}  # fmt: skip
     support = host_support_of(node)
     assert support is not None and support.container_runtime == "containerd"
+
+
+@pytest.mark.parametrize(
+    ("path", "actions"),
+    [
+        ("/etc/containers/registries.conf", "None"),
+        ("/etc/containers/policy.json", "None"),
+        ("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+         "Restart containerd.service"),
+        (HOSTS, "Reboot"),  # not in the legacy table, as every file it does not name
+        ("/var/lib/kubelet/config.json", "None"),
+    ],
+)  # fmt: skip
+def test_the_legacy_table_on_a_containerd_node(path: str, actions: str) -> None:
+    data = REGISTRIES if path.endswith("registries.conf") else DIGEST_MIRROR
+    plan = make_plan(mc("a"), mc("b", files=[file_entry(path, data)]), host=CONTAINERD, legacy=True)
+    assert ", ".join(str(a) for a in plan.actions) == actions
+    if actions == "None":
+        assert not plan.drain

@@ -11,6 +11,8 @@ Nothing is guessed from the distribution's name: a tool counts when its files ar
   their ``grub-mkconfig`` sources ``/etc/default/grub.d/*.cfg``); else ``grubby`` with
   Boot Loader Specification entries (``/boot/loader/entries``); else none.
 - systemd: the version in the name of ``libsystemd-shared-<N>.so`` (0 when not found).
+- Container runtime: the host's CRI endpoint or socket (:mod:`mcd.host.runtime`); the agent
+  lets the kubelet's own report outrank it.
 """
 
 from __future__ import annotations

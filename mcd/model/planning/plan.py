@@ -174,6 +174,8 @@ def make_plan(
         if legacy
         else disruption_actions(diff, files, units, policies, force)
     )
+    if legacy and runtime == runtimes.CONTAINERD_RUNTIME:
+        result = registryhosts.legacy_on_containerd(result)
     drain = drain_decision(result.actions, old, new, files, legacy=legacy)
     if not drain.required and not legacy and runtime == runtimes.CONTAINERD_RUNTIME:
         drain = registryhosts.hosts_drain(old, new, files, policies) or drain

@@ -5,11 +5,13 @@ taken as it stands, as upstream takes a user policy for ``registries.conf``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from mcd.model.disruption import hosts, runtimes
-from mcd.model.disruption.policy import DisruptionPolicies
+from mcd.model.disruption.policy import CRIO, NONE, Action, DisruptionPolicies, reload, restart
 from mcd.model.errors import DecodeError
 from mcd.model.machineconfig import MachineConfig
-from mcd.model.planning.actions import DrainDecision
+from mcd.model.planning.actions import ActionResult, DrainDecision, collapse
 from mcd.model.planning.diff import Changes
 
 
@@ -44,3 +46,30 @@ def _data(mc: MachineConfig, path: str) -> bytes | None:
         return found.contents.decode()
     except DecodeError as e:
         raise hosts.HostsTomlError(f"failed decoding Data URL scheme string: {e.detail}") from e
+
+
+def _on_containerd(action: Action) -> Action:
+    if action == reload(CRIO):  # containerd reads none of the files CRI-O reloads for
+        return NONE
+    if action == restart(CRIO):  # the user CA bundle: containerd loads the trust store once
+        return restart(runtimes.CONTAINERD)
+    return action
+
+
+def legacy_on_containerd(result: ActionResult) -> ActionResult:
+    """The legacy table (firstboot, ``once-from``) on a containerd node: its ``reload crio``
+    is None and its ``restart crio`` a restart of containerd, as the policies have them
+    (:mod:`mcd.model.disruption.runtimes`); containerd's own files are not in the table and
+    reboot, as every file the table does not name."""
+    decisions = tuple(
+        dataclasses.replace(d, actions=tuple(_on_containerd(a) for a in d.actions))
+        if any(a != _on_containerd(a) for a in d.actions)
+        else d
+        for d in result.decisions
+    )
+    changed = [
+        dataclasses.replace(d, rule=f"{d.rule} (on containerd)") if d != old else d
+        for d, old in zip(decisions, result.decisions, strict=True)
+    ]
+    actions = collapse([_on_containerd(a) for a in result.actions])
+    return ActionResult(actions, tuple(changed))
