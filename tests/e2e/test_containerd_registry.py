@@ -36,6 +36,8 @@ def test_a_containerd_nodes_registry_changes_apply_as_the_plan_says(
     unit.write_text("[Service]\nExecStart=/usr/bin/containerd\n")
     boot_on(node, kube_cluster)
     assert "Container runtime: containerd, from /etc/crictl.yaml" in node.log()
+    # said at start: containerd has no config here, so it would read no hosts.toml
+    assert "/etc/containerd/config.toml is missing: containerd reads no hosts.toml" in node.log()
 
     # a digest-only mirror: live, nothing drained, rebooted, restarted or reloaded
     live = update_to(
