@@ -1,5 +1,5 @@
 """A tiny OCI distribution registry on 127.0.0.1 for real-node tests: it serves images built
-here in memory (one empty layer, a config naming linux/amd64), answers ``/v2/``, manifests by
+here in memory (one small layer, a config naming linux/amd64), answers ``/v2/``, manifests by
 tag or digest (GET and HEAD, with ``Docker-Content-Digest``) and blobs, and records every
 request path, so a test sees which host a real containerd asked."""
 
@@ -22,12 +22,12 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _empty_layer() -> tuple[bytes, bytes]:
-    """(gzip layer, its uncompressed tar): one tiny file, so the snapshot is not empty."""
+def _layer(name: str) -> tuple[bytes, bytes]:
+    """(gzip layer, its uncompressed tar): one tiny file naming the image."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo("hello")
-        payload = b"hello from the registry stand-in\n"
+        payload = f"hello from {name}\n".encode()
         info.size = len(payload)
         tar.addfile(info, io.BytesIO(payload))
     raw = buf.getvalue()
@@ -42,11 +42,12 @@ class Registry:
         self.requests: list[str] = []
 
     def add_image(self, repository: str, tag: str) -> str:
-        """An image ``repository:tag``; returns its manifest digest."""
-        layer, raw = _empty_layer()
+        """An image ``repository:tag`` of its own (its layer names it: no blob is shared with
+        another image); returns its manifest digest."""
+        layer, raw = _layer(f"{repository}:{tag}")
         config = json.dumps({
             "architecture": "amd64", "os": "linux",
-            "config": {"Cmd": ["/hello"]},
+            "config": {"Cmd": ["/hello"], "Labels": {"image": f"{repository}:{tag}"}},
             "rootfs": {"type": "layers", "diff_ids": [_digest(raw)]},
         }).encode()  # fmt: skip
         manifest = json.dumps({
