@@ -61,6 +61,9 @@ KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
 CLOUD_CA_BUNDLE = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
 INTERNAL_REGISTRY_PULL_SECRET = "/etc/mco/internal-registry-pull-secret.json"
 USER_CA_BUNDLE = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+CRIO_RUNTIME = "cri-o"
+CONTAINERD_RUNTIME = "containerd"
+"""The container runtimes mcd knows, as the kubelet names them in ``containerRuntimeVersion``."""
 
 VALIDATION_IGNORED_PATHS = frozenset({KUBELET_CA, CLOUD_CA_BUNDLE, INTERNAL_REGISTRY_PULL_SECRET})
 """Files owned by the certificate writer; never validated against a MachineConfig."""

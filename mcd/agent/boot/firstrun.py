@@ -76,7 +76,7 @@ def boot(ctx: Context, node: Obj) -> None:
         log.info("Node %s has rebooted", ctx.node_name)
         ctx.writer.set_annotations({Annotation.POST_CONFIG_ACTION: ""})
         progress.rebooted(ctx)
-    support.publish(ctx, annotations)  # what this host can apply, for the controller
+    support.publish(ctx, node)  # what this host can apply, for the controller
     force = ctx.host.root.exists(FORCE_FILE)
     still_owed = owed.pending_in(ctx.host.root, ctx.host.boot_id())
     interrupted = Journal(ctx.host.root).pending()

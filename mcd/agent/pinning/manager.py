@@ -6,6 +6,12 @@ CRI-O is reloaded, and the MachineConfigNode says how it went: ``status.pinnedIm
 ``PinnedImageSetsProgressing``, ``PinnedImageSetsDegraded``. A sync whose sets are all pinned
 at their generation, with the drop-in as it should be, writes nothing.
 
+The images are pulled through the node's own runtime (:mod:`mcd.host.runtime`: the one the
+kubelet reports in ``containerRuntimeVersion``, else the host's), over its CRI socket. On
+containerd the pulls are the same; there is no CRI-O drop-in to write and nothing to reload:
+containerd 1.6 has no setting that keeps an image from the kubelet's garbage collection, so
+mcd pulls and reports, and says so once in its log.
+
 As upstream's informers, watches of the PinnedImageSets and MachineConfigPools
 (:func:`watch_changes`) wake a sync on any change, and a sync reads the pool and its sets from
 their caches (an idle agent's sync costs no request); the poll every
@@ -26,12 +32,14 @@ from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.informer import Informer
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import node_path
+from mcd.host import runtime as host_runtime
 from mcd.host.cri import Cri, CriError
 from mcd.host.errors import HostError
 from mcd.host.fs import fsops
 from mcd.host.rootfs import Root
 from mcd.host.systemd.manager import SystemdManager
 from mcd.model.node import pinned as p
+from mcd.model.node import runtime as rt
 from mcd.model.node.mcn import pool_of
 
 log = logging.getLogger(__name__)
@@ -75,6 +83,9 @@ class PinnedImages:
         self.known_node = known_node
         self.systemd, self.reporter = systemd, reporter
         self.cri = cri or Cri(root)
+        self._cri_given = cri is not None
+        self.runtime = ""
+        """The node's runtime as the last sync found it ('' not known: CRI-O, as upstream)."""
         self.minimum = minimum
         scale = float(os.environ.get(RETRY_ENV) or 1.0)
         self.backoff = tuple(backoff if backoff is not None else (d * scale for d in BACKOFF))
@@ -144,6 +155,7 @@ class PinnedImages:
             return str(e)
         if sets is None:
             return None
+        self._find_runtime(node)
         images = p.unique_sorted(i for s in sets for i in s.images)
         if self._settled(sets, images):
             self._failed = None
@@ -175,6 +187,23 @@ class PinnedImages:
         log.info("%s", p.ALL_COMPLETE)
         return None
 
+    def _find_runtime(self, node: Obj) -> None:
+        """The runtime to pull through: the kubelet's report, else the host's; the CRI
+        client on its socket (unless the agent was given one)."""
+        choice = host_runtime.detect(self.root, rt.node_runtime_version(node))
+        if choice.name != self.runtime:
+            log.info(
+                "Pinned images: pulling through %s (%s)", choice.name or "cri-o", choice.source
+            )
+            if choice.name == rt.CONTAINERD:
+                log.info(
+                    "Pinned images: containerd has no pinned-images setting; images are "
+                    "pulled, not kept from the kubelet's image garbage collection"
+                )
+        self.runtime = choice.name
+        if not self._cri_given and choice.socket and choice.socket != self.cri.socket:
+            self.cri = Cri(self.root, socket=choice.socket)
+
     def retry_at(self) -> float | None:
         """The monotonic time a failed sync is due again (upstream's rate-limited requeue)."""
         return self._failed[2] if self._failed is not None else None
@@ -183,6 +212,8 @@ class PinnedImages:
         """Every set pinned at its generation and the drop-in as it should be."""
         if any(self.done.get(s.uid) != s.generation for s in sets):
             return False
+        if self.runtime == rt.CONTAINERD:  # no drop-in: pulled is pinned as far as it goes
+            return True
         return self._dropin() == (p.crio_dropin(images) if images else None)
 
     def _report_error(self, node: Obj, sets: list[p.ImageSet], error: str) -> None:
@@ -234,6 +265,8 @@ class PinnedImages:
         for image in images:
             if not self._present(image):
                 raise SyncFailed(f"{p.FAILED_TO_PULL}: image removed during sync: {image}")
+        if self.runtime == rt.CONTAINERD:
+            return
         wanted = p.crio_dropin(images) if images else None
         have = self._dropin()
         if (have or b"").strip() == (wanted or b"").strip() and (have is None) == (wanted is None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -58,6 +59,12 @@ class Node:
         if self.host_support is None:
             rpm = self.rpm is not None and self.root.exists(OSTREE_BOOTED)
             self.host_support = detect.detect(self.root, rpm_ostree=rpm)
+        return self.host_support
+
+    def with_runtime(self, runtime: str) -> HostSupport:
+        """What this host can apply, its container runtime set to ``runtime`` (the one the
+        kubelet reports: :mod:`mcd.model.node.runtime`), kept for the plans that follow."""
+        self.host_support = dataclasses.replace(self.support(), container_runtime=runtime)
         return self.host_support
 
     def bootloader(self) -> BootLoader | None:

@@ -11,6 +11,8 @@ Nothing is guessed from the distribution's name: a tool counts when its files ar
   their ``grub-mkconfig`` sources ``/etc/default/grub.d/*.cfg``); else ``grubby`` with
   Boot Loader Specification entries (``/boot/loader/entries``); else none.
 - systemd: the version in the name of ``libsystemd-shared-<N>.so`` (0 when not found).
+- Container runtime: the host's CRI endpoint or socket (:mod:`mcd.host.runtime`); the agent
+  lets the kubelet's own report outrank it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import glob
 import re
 
+from mcd.host import runtime
 from mcd.host.errors import HostError
 from mcd.host.osupdate.osrelease import PATHS as OS_RELEASE_PATHS
 from mcd.host.osupdate.osrelease import parse_os_release
@@ -80,6 +83,7 @@ def detect(root: Root, *, rpm_ostree: bool) -> HostSupport:
         os_image=image,
         kernel_arguments=_kargs_tool(root, image == RPM_OSTREE),
         systemd_version=systemd_version(root),
+        container_runtime=runtime.detect(root).name,
     )
 
 

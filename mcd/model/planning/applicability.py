@@ -19,6 +19,7 @@ node) keeps upstream's assumption of a CoreOS node.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcd.model.machineconfig import MachineConfig
+from mcd.model.node import runtime as runtimes
 from mcd.model.osupdate.kargs import boot_loader_problem
 from mcd.model.text import goquote
 
@@ -59,6 +61,9 @@ class HostSupport:
     """``rpm-ostree``, ``grub``, ``grubby`` or '' (no boot loader mcd can drive)."""
     systemd_version: int = 0
     """The host systemd's version (0 when unknown): mcd soft-reboots from 256 on."""
+    container_runtime: str = ""
+    """``cri-o``, ``containerd`` or '' (not known: upstream's CRI-O assumed), as
+    :func:`mcd.model.node.runtime.decide` chose it."""
 
     @property
     def known_os(self) -> bool:
@@ -71,12 +76,15 @@ class HostSupport:
         return self.systemd_version >= SOFT_REBOOT_SYSTEMD
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "os": self.os,
             "osImage": self.os_image,
             "kernelArguments": self.kernel_arguments,
             "systemdVersion": self.systemd_version,
         }
+        if self.container_runtime:  # absent when not known: older readers see no change
+            out["containerRuntime"] = self.container_runtime
+        return out
 
     def annotation(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
@@ -119,13 +127,26 @@ def _support(value: str) -> HostSupport | None:
         return None
     if kargs not in ("", *KARGS_TOOLS) or not isinstance(version, int):
         return None
-    return HostSupport(os_name[:200], str(image), str(kargs), max(0, version))
+    runtime = raw.get("containerRuntime", "")
+    runtime = runtime if runtime in runtimes.RUNTIMES else ""
+    return HostSupport(os_name[:200], str(image), str(kargs), max(0, version), runtime)
 
 
 def host_support_of(node: Mapping[str, Any]) -> HostSupport | None:
-    """What a Node object says its host can apply (its annotation), None when nothing."""
+    """What a Node object says its host can apply (its annotation), None when nothing; the
+    container runtime the kubelet reports (``status.nodeInfo``) outranks the annotation's."""
     annotations = (node.get("metadata") or {}).get("annotations") or {}
-    return support_from_annotation(str(annotations.get(HOST_SUPPORT_ANNOTATION) or ""))
+    support = support_from_annotation(str(annotations.get(HOST_SUPPORT_ANNOTATION) or ""))
+    return with_node_runtime(support, node) if support is not None else None
+
+
+def with_node_runtime(support: HostSupport, node: Mapping[str, Any]) -> HostSupport:
+    """``support`` with the runtime the Node's ``containerRuntimeVersion`` names, when it
+    names one mcd knows (the kubelet's own report: :mod:`mcd.model.node.runtime`)."""
+    reported = runtimes.runtime_of_version(runtimes.node_runtime_version(node))
+    if not reported or reported == support.container_runtime:
+        return support
+    return dataclasses.replace(support, container_runtime=reported)
 
 
 @dataclass(frozen=True)

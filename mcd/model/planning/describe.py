@@ -65,7 +65,8 @@ def _host(plan: UpdatePlan) -> str:
     kargs = host.kernel_arguments or "none"
     systemd = f"systemd {host.systemd_version}" if host.systemd_version else "systemd unknown"
     name = printable(host.os) or "unknown OS"
-    return f"{name} (OS image: {image}; kernel arguments: {kargs}; {systemd})"
+    runtime = f"; container runtime: {host.container_runtime}" if host.container_runtime else ""
+    return f"{name} (OS image: {image}; kernel arguments: {kargs}; {systemd}{runtime})"
 
 
 def _kargs(plan: UpdatePlan) -> str:

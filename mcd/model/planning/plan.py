@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from mcd.model.disruption import runtimes
 from mcd.model.disruption.policy import DEFAULT_POLICIES, Action, ActionType, DisruptionPolicies
 from mcd.model.errors import ConfigError, UnreconcilableError
 from mcd.model.machineconfig import MachineConfig, machine_config_from_object
 from mcd.model.osupdate.kargs import rpm_ostree_kargs
-from mcd.model.planning import applicability, rebootkind
+from mcd.model.planning import applicability, rebootkind, registryhosts
 from mcd.model.planning.actions import (
     Decision,
     disruption_actions,
@@ -165,12 +166,19 @@ def make_plan(
             old, new, False, reason, diff, files, units,
             force=force, host=host, inapplicable=tuple(missing),
         )  # fmt: skip
+    runtime = host.container_runtime if host is not None else ""
+    if not legacy:  # containerd's own files, on a containerd node
+        policies = runtimes.for_runtime(policies, runtime)
     result = (
         legacy_actions(diff, files, force)
         if legacy
         else disruption_actions(diff, files, units, policies, force)
     )
+    if legacy and runtime == runtimes.CONTAINERD_RUNTIME:
+        result = registryhosts.legacy_on_containerd(result)
     drain = drain_decision(result.actions, old, new, files, legacy=legacy)
+    if not drain.required and not legacy and runtime == runtimes.CONTAINERD_RUNTIME:
+        drain = registryhosts.hosts_drain(old, new, files, policies) or drain
     kargs = rpm_ostree_kargs(old.kernel_arguments, new.kernel_arguments) if diff.kargs else []
     reboot = any(a.type is ActionType.REBOOT for a in result.actions)
     return UpdatePlan(
