@@ -14,15 +14,21 @@ worker (group ``realnode``): only one realnode cluster runs per host.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
+from mcd.model.vocabulary import Annotation
+from tests.e2e.harness import free_port
 from tests.nodes import image, kit
 from tests.nodes.kit import RealNodes, wait
 
@@ -88,11 +94,98 @@ def host_kubeconfig(nodes: RealNodes) -> str:
     })  # fmt: skip
 
 
+def health_conf(nodes: RealNodes, node: str) -> str:
+    """The node's health-gate settings (``/etc/mcd/health.conf``): its kubelet's health
+    endpoint, which the kit puts on port 10248 + 10 * the node's index (the nodes share the
+    host's network), so that the gate's kubelet check asks this node's real kubelet."""
+    index = int((Path(nodes.env["REALNODE_STATE"]) / "nodes" / node / "idx").read_text())
+    return f"kubelet_url = http://127.0.0.1:{10248 + 10 * index}/healthz\n"
+
+
+INITIAL = "rendered-worker-initial"
+"""The install's config: what a node's first boot left (empty here)."""
+
+
+def install(nodes: RealNodes, kustomization: Path) -> None:
+    """The install on nodes a bootstrap configured: the CRDs, the config the nodes were
+    installed with and, on each node, the handoff a booting node's Machine Config Server
+    leaves (``/etc/machine-config-daemon/node-annotations.json``: its currentConfig,
+    desiredConfig and state), then everything (``kubectl apply -k``): the agent pods start
+    on nodes that already name their config (upstream ``loadNodeAnnotations``)."""
+    rendered = list(yaml.safe_load_all(nodes.kubectl("kustomize", str(kustomization)).stdout))
+    crds = [d for d in rendered if d and d["kind"] == "CustomResourceDefinition"]
+    nodes.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+    nodes.kubectl("wait", "--for", "condition=Established", "--timeout=120s",
+                  *(f"crd/{d['metadata']['name']}" for d in crds))  # fmt: skip
+    initial = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+               "metadata": {"name": INITIAL},
+               "spec": {"config": {"ignition": {"version": "3.4.0"}}}}  # fmt: skip
+    nodes.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(initial))
+    handoff = json.dumps({Annotation.CURRENT_CONFIG: INITIAL, Annotation.DESIRED_CONFIG: INITIAL,
+                          Annotation.STATE: "Done"})  # fmt: skip
+    for name in nodes.nodes:
+        nodes.exec(name, "sh", "-c", "mkdir -p /etc/machine-config-daemon && "
+                   "cat > /etc/machine-config-daemon/node-annotations.json", stdin=handoff)  # fmt: skip
+    nodes.kubectl("apply", "-k", str(kustomization))
+
+
+class Controller:
+    """``mcd controller`` as a host process with a token of its ServiceAccount (what its
+    Deployment's pod would have), stopped by its pid; its log in the work dir."""
+
+    def __init__(self, nodes: RealNodes, workdir: Path) -> None:
+        self.log_path = workdir / "controller.log"
+        token = nodes.kubectl("create", "token", "-n", "mcd", "mcd-controller",
+                              "--duration=2h").stdout.strip()  # fmt: skip
+        admin_path = Path(nodes.env["KUBECONFIG"])
+        admin = yaml.safe_load(admin_path.read_text())
+        context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])
+        cluster = next(c for c in admin["clusters"] if c["name"] == context["context"]["cluster"])
+        ca = cluster["cluster"].get("certificate-authority")
+        if ca:  # relative to the admin kubeconfig's folder
+            cluster["cluster"]["certificate-authority"] = str((admin_path.parent / ca).resolve())
+        self.kubeconfig = workdir / "controller.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+            "users": [{"name": "mcd-controller", "user": {"token": token}}],
+            "contexts": [{"name": "c", "context": {"cluster": cluster["name"],
+                                                   "user": "mcd-controller"}}],
+            "current-context": "c",
+        }))  # fmt: skip
+        self.kubeconfig.chmod(0o600)
+        env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOSTNAME": "realnode-test"}
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mcd", "controller", "--kubeconfig", str(self.kubeconfig),
+                 "--namespace", "mcd", "--metrics-url", f"127.0.0.1:{free_port()}",
+                 "--resync", "5"],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+            )  # fmt: skip
+
+    def log(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return f"--- controller:\n{text[-3000:]}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
 @dataclass
 class Installed:
     nodes: RealNodes
     workdir: Path
+    controller: Controller
     timings: dict[str, float] = field(default_factory=dict)
+
+    def logs(self) -> str:
+        return "\n".join([self.controller.log(), *(self.agent_log(n) for n in NODES)])
 
     def agent_pod(self, node: str) -> kit.Obj | None:
         pods = self.nodes.get("pods", "-n", "mcd", "-l", "app.kubernetes.io/name=mcd",
@@ -125,6 +218,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     tarball = workdir / "mcd-image.tar"
     timings["image"] = image.build_tarball(tarball, IMAGE)
     nodes = RealNodes(workdir)
+    controller: Controller | None = None
     try:
         nodes.up()
         for name in NODES:
@@ -135,17 +229,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         for name in NODES:
             nodes.exec(name, "sh", "-c", "mkdir -p /etc/kubernetes && "
                        "cat > /etc/kubernetes/kubeconfig", stdin=host_kubeconfig(nodes))  # fmt: skip
+            nodes.exec(name, "sh", "-c", "mkdir -p /etc/mcd && cat > /etc/mcd/health.conf",
+                       stdin=health_conf(nodes, name))  # fmt: skip
         start = time.monotonic()
-        nodes.kubectl("apply", "-k", str(overlay(workdir / "overlay")))
-        nodes.kubectl("wait", "--for", "condition=Established", "--timeout=120s",
-                      "crd/machineconfigpools.machineconfiguration.openshift.io",
-                      "crd/machineconfigs.machineconfiguration.openshift.io")  # fmt: skip
-        ready = Installed(nodes, workdir, timings)
+        install(nodes, overlay(workdir / "overlay"))
+        # the agents wait for the controller (--drain-mode=controller) before their first
+        # sync ends (upstream: the uncordon of the node's current config, asked and applied)
+        controller = Controller(nodes, workdir)
+        ready = Installed(nodes, workdir, controller, timings)
         for name in NODES:
-            wait(lambda n=name: ready.agent_running(n), 240, f"the agent pod Ready on {name}",
-                 lambda n=name: ready.agent_log(n))  # fmt: skip
+            wait(partial(ready.agent_running, name), 240, f"the agent pod Ready on {name}",
+                 partial(ready.agent_log, name))  # fmt: skip
         timings["agents ready"] = time.monotonic() - start
         timings.update(nodes.timings)
         yield ready
     finally:
+        if controller is not None:
+            controller.stop()
         nodes.down()

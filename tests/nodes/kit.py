@@ -20,6 +20,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
+REFUSED = 4
+"""``realnode.sh up``'s exit code while another realnode cluster is up on this host."""
 
 
 def kit() -> Path | None:
@@ -77,16 +79,24 @@ class RealNodes:
                            f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")  # fmt: skip
         return done
 
-    def up(self) -> None:
+    def up(self, wait_for_other: float = 1800) -> None:
+        """The control plane and a scheduler. Only one realnode cluster runs per host: while
+        another run's is up (``up`` refuses with exit 4), wait for it to go down, up to
+        ``wait_for_other`` seconds."""
         start = time.monotonic()
-        done = self.run("up", check=False, timeout=1200)
+        while True:
+            attempt = time.monotonic()
+            done = self.run("up", check=False, timeout=1200)
+            if done.returncode != REFUSED or time.monotonic() - start > wait_for_other:
+                break
+            time.sleep(10)
         for line in done.stdout.splitlines():
             key, sep, value = line.removeprefix("export ").partition("=")
             if sep and key.isupper():
                 self.env[key] = value.strip("'\"")
         if done.returncode != 0:
             raise KitError(f"realnode.sh up -> {done.returncode}\n{done.stderr[-3000:]}")
-        self.timings["up"] = time.monotonic() - start
+        self.timings["up"] = time.monotonic() - attempt
 
     def node_up(self, name: str) -> None:
         start = time.monotonic()

@@ -10,12 +10,9 @@ into the node's root, a real reboot of the node, and Done.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +20,12 @@ import pytest
 import yaml
 
 from mcd.model.vocabulary import Annotation
-from tests.e2e.harness import free_port
-from tests.nodes.conftest import NODES, Installed
+from tests.nodes.conftest import IMAGE, INITIAL, NODES, Installed
 from tests.nodes.kit import RealNodes, wait
 
 pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
 
 REPO = Path(__file__).resolve().parents[2]
-INITIAL = "rendered-worker-initial"
 FILE = "/etc/mcd-realnode/hello.conf"
 UNIT = "mcd-realnode-hello.service"
 Obj = dict[str, Any]
@@ -47,42 +42,30 @@ def apply(nodes: RealNodes, *docs: Obj) -> None:
     nodes.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
-def state_of(nodes: RealNodes, node: str) -> tuple[str, str]:
+def done_on(nodes: RealNodes, config: str, node: str) -> bool:
     a = nodes.annotations(node)
-    return a.get(Annotation.CURRENT_CONFIG, ""), a.get(Annotation.STATE, "")
+    return (a.get(Annotation.CURRENT_CONFIG), a.get(Annotation.STATE)) == (config, "Done")
 
 
-def test_the_agent_pod_takes_the_install_handoff_and_reports_done(installed: Installed) -> None:
-    """As a booting node's install leaves it (upstream ``loadNodeAnnotations``): the initial
-    annotations in ``/etc/machine-config-daemon/node-annotations.json`` on the node's root,
-    naming an (empty) rendered config. The agent pod, started before the file existed, picks
-    it up on its next start (a pod deleted: the DaemonSet makes a new one), copies the
-    annotations onto its Node, validates the node and reports Done; the file is kept as
-    ``node-annotation.json.bak``."""
+def test_the_agent_pods_take_the_install_handoff_and_report_done(installed: Installed) -> None:
+    """On nodes a bootstrap left the install handoff on (upstream ``loadNodeAnnotations``:
+    ``/etc/machine-config-daemon/node-annotations.json`` naming the install's rendered
+    config), each agent pod copies the annotations onto its Node, validates the node against
+    that config and reports Done; the file is kept as ``node-annotation.json.bak``. The pod is
+    the DaemonSet's, on its node, with the ServiceAccount's token and the loaded image."""
     nodes = installed.nodes
-    apply(nodes, machineconfig(INITIAL, {}))
-    handoff = json.dumps({Annotation.CURRENT_CONFIG: INITIAL, Annotation.DESIRED_CONFIG: INITIAL,
-                          Annotation.STATE: "Done"})  # fmt: skip
     for node in NODES:
-        nodes.exec(node, "sh", "-c", "mkdir -p /etc/machine-config-daemon && "
-                   "cat > /etc/machine-config-daemon/node-annotations.json", stdin=handoff)  # fmt: skip
-        pod = installed.agent_pod(node)
-        assert pod is not None
-        nodes.kubectl("delete", "pod", "-n", "mcd", pod["metadata"]["name"], "--wait=false")
-    start = time.monotonic()
-    for node in NODES:
-        wait(lambda n=node: state_of(nodes, n) == (INITIAL, "Done"), 180,
-             f"{node} Done on {INITIAL}", lambda n=node: installed.agent_log(n))  # fmt: skip
-    installed.timings["handoff Done"] = time.monotonic() - start
-    for node in NODES:
+        wait(partial(done_on, nodes, INITIAL, node), 180, f"{node} Done on {INITIAL}",
+             installed.logs)  # fmt: skip
         pod = installed.agent_pod(node)
         assert pod is not None and pod["spec"]["nodeName"] == node
         spec = pod["spec"]
         assert spec["serviceAccountName"] == "mcd" and spec["hostPID"] and spec["hostNetwork"]
-        assert pod["spec"]["containers"][0]["image"] == "localhost/mcd:nodes"
+        assert spec["containers"][0]["image"] == IMAGE
+        assert nodes.annotations(node)[Annotation.DESIRED_CONFIG] == INITIAL
         listed = nodes.exec(node, "ls", "/etc/machine-config-daemon").stdout.split()
         assert "node-annotation.json.bak" in listed and "node-annotations.json" not in listed
-    print(f"\nreal nodes, setup: {installed.timings}")
+    print(f"\nreal nodes, setup (s): { {k: round(v, 1) for k, v in installed.timings.items()} }")
 
 
 # -- the rollout loop ----------------------------------------------------------------------------
@@ -137,48 +120,6 @@ def hello_config() -> Obj:
     }, role="worker")  # fmt: skip
 
 
-@contextlib.contextmanager
-def controller(installed: Installed) -> Iterator[Path]:
-    """``mcd controller`` as a host process with a token of its ServiceAccount; its log."""
-    nodes = installed.nodes
-    token = nodes.kubectl("create", "token", "-n", "mcd", "mcd-controller",
-                          "--duration=2h").stdout.strip()  # fmt: skip
-    admin = yaml.safe_load(Path(nodes.env["KUBECONFIG"]).read_text())
-    context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])
-    cluster = next(c for c in admin["clusters"] if c["name"] == context["context"]["cluster"])
-    ca = cluster["cluster"].get("certificate-authority")
-    if ca:  # relative to the admin kubeconfig's folder
-        cluster["cluster"]["certificate-authority"] = str(
-            (Path(nodes.env["KUBECONFIG"]).parent / ca).resolve()
-        )
-    kubeconfig = installed.workdir / "controller.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-        "users": [{"name": "mcd-controller", "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": cluster["name"],
-                                               "user": "mcd-controller"}}],
-        "current-context": "c",
-    }))  # fmt: skip
-    kubeconfig.chmod(0o600)
-    log_path = installed.workdir / "controller.log"
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOSTNAME": "realnode-test"}
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcd", "controller", "--kubeconfig", str(kubeconfig),
-             "--namespace", "mcd", "--metrics-url", f"127.0.0.1:{free_port()}", "--resync", "5"],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    try:
-        yield log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 class Watch:
     """When each node first showed each step of its update (seconds since the start)."""
 
@@ -226,28 +167,25 @@ def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
     back), Done on the target; every node schedulable again, the workload back at 2."""
     nodes = installed.nodes
     for node in NODES:  # the first test leaves them Done on the install's config
-        wait(lambda n=node: state_of(nodes, n) == (INITIAL, "Done"), 180, f"{node} Done")
+        wait(partial(done_on, nodes, INITIAL, node), 180, f"{node} Done", installed.logs)
         nodes.kubectl("label", "node", node, "node-role.kubernetes.io/worker=", "--overwrite")
     apply(nodes, *workload())
     nodes.kubectl("rollout", "status", "-n", "default", f"deployment/{WORKLOAD}",
                   "--timeout=120s")  # fmt: skip
     apply(nodes, hello_config(), pool())
-    with controller(installed) as log_path:
+    logs = installed.logs
 
-        def logs() -> str:
-            ctl = log_path.read_text(errors="replace")[-3000:]
-            return f"--- controller:\n{ctl}\n" + "\n".join(installed.agent_log(n) for n in NODES)
+    def rendered() -> str:
+        spec = nodes.get("mcp", "worker").get("spec") or {}
+        return str((spec.get("configuration") or {}).get("name") or "")
 
-        def rendered() -> str:
-            status = nodes.get("mcp", "worker").get("spec") or {}
-            return str((status.get("configuration") or {}).get("name") or "")
-
-        wait(lambda: rendered().startswith("rendered-worker-"), 120, "worker rendered", logs)
-        target = rendered()
-        watch = Watch(nodes, target)
-        wait(watch.poll, 900, f"both nodes Done on {target}", logs)
+    wait(lambda: rendered().startswith("rendered-worker-"), 120, "worker rendered", logs)
+    target = rendered()
+    watch = Watch(nodes, target)
+    wait(watch.poll, 900, f"both nodes Done on {target}", logs)
     steps = watch.seen
-    print(f"\nreal-node rollout to {target} (s from the controller's target): {steps}")
+    rounded = {n: {k: round(v, 1) for k, v in steps[n].items()} for n in NODES}
+    print(f"\nreal-node rollout to {target} (s since it was rendered): {rounded}")
     installed.timings["rollout"] = max(steps[n]["done"] for n in NODES)
     for node in NODES:
         # what a user sees on the node: the file, the unit known to the node's systemd
@@ -255,6 +193,13 @@ def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
         assert nodes.exec(node, "systemctl", "is-enabled", UNIT).stdout.strip() == "enabled"
         shown = nodes.exec(node, "systemctl", "show", "-p", "LoadState,ActiveState", UNIT).stdout
         assert "LoadState=loaded" in shown and "ActiveState=active" in shown, shown
+        # the health gate after the reboot asked the node's real kubelet (and found it ok)
+        gate = json.loads(nodes.exec(node, "cat", "/etc/machine-config-daemon/health-gate.json")
+                          .stdout)  # fmt: skip
+        assert gate["config"] == target and gate["ok"], gate
+        assert {"name": "kubelet", "status": "passed"} in [
+            {k: c[k] for k in ("name", "status")} for c in gate["checks"]
+        ], gate
         # a real reboot: the node's container ended with systemd's reboot code and came back
         assert any(line.split()[-1] == "133" for line in nodes.exits(node)), nodes.exits(node)
         assert "rebooted" in steps[node] and "drained" in steps[node], steps[node]
