@@ -61,10 +61,10 @@ image:
 # The tests on real nodes (tests/nodes: a real kubelet, containerd and systemd per node from
 # $(REALNODE), as root): the agent as the DaemonSet's pod, the rollout loop with a reboot. One
 # realnode cluster per host, so they run alone, nodes shared within a module; where the kit
-# cannot run, the skip says why in one line (the kit's own reason).
+# cannot run, the skip says why in one line (the kit's own reason). -s: the loop's timings.
 REALNODE ?= ../shared/realnode
 test-nodes:
-	REALNODE_KIT=$(abspath $(REALNODE)) $(BIN)/pytest -p no:cacheprovider -q -m nodes tests/nodes
+	REALNODE_KIT=$(abspath $(REALNODE)) $(BIN)/pytest -p no:cacheprovider -q -s -m nodes tests/nodes
 
 # The absolute targets (times, MB); exits non-zero on a miss. Run it on a quiet machine.
 bench:
