@@ -226,6 +226,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         start = time.monotonic()
         nodes.load(tarball)
         timings["load"] = time.monotonic() - start
+        tarball.unlink()  # 450 MiB; the kit keeps its own copy for nodes that boot later
         for name in NODES:
             nodes.exec(name, "sh", "-c", "mkdir -p /etc/kubernetes && "
                        "cat > /etc/kubernetes/kubeconfig", stdin=host_kubeconfig(nodes))  # fmt: skip
