@@ -5,7 +5,9 @@
 them and applies the plain-Kubernetes install (``kubectl apply -k``) through an overlay in a
 temp dir that only points the images at the loaded one and adapts what two nodes sharing one
 host's network need (below). The agent then runs as the DaemonSet's pod on each node, with
-its pod-bound token, the node's root at ``/rootfs`` and the node's systemd over D-Bus.
+its pod-bound token, the node's root at ``/rootfs`` and the node's systemd over D-Bus, and
+``mcd controller`` as its Deployment's two pods (one acts, holding the Lease), with its
+ServiceAccount's token, on the nodes' pod network.
 Everything is taken down by pid at the end (``realnode.sh down``), also on failure.
 
 Tests here are marked ``nodes`` (``make test-nodes`` selects them) and stay on one xdist
@@ -16,8 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,7 +28,6 @@ import pytest
 import yaml
 
 from mcd.model.vocabulary import Annotation
-from tests.e2e.harness import free_port
 from tests.nodes import image, kit
 from tests.nodes.kit import RealNodes, wait
 
@@ -48,8 +47,8 @@ def overlay(where: Path) -> Path:
       (``status.hostIP``) instead of 127.0.0.1, and its probes ask the pod's address (the
       node's, for a host-network pod): the test nodes share one host's network, so two agents
       on 127.0.0.1:8797 would collide (on a real machine each node has its own loopback);
-    - the controller runs as a host process with its ServiceAccount's token (the test reads
-      its log), and the config server is not needed: both Deployments scaled to 0.
+    - the config server's Deployment is scaled to 0 (no test needs it; it would wait for its
+      TLS Secret).
     """
     where.mkdir(parents=True, exist_ok=True)
     base = os.path.relpath(REPO / "daemonset" / "kubernetes", where)
@@ -71,8 +70,6 @@ def overlay(where: Path) -> Path:
         "images": [{"name": SHIPPED_IMAGE, "newName": name, "newTag": tag}],
         "patches": [
             {"target": {"kind": "DaemonSet", "name": "mcd"}, "patch": yaml.safe_dump(agent_ops)},
-            {"target": {"kind": "Deployment", "name": "mcd-controller"},
-             "patch": yaml.safe_dump(scale)},
             {"target": {"kind": "Deployment", "name": "mcd-server"},
              "patch": yaml.safe_dump(scale)},
         ],
@@ -129,63 +126,19 @@ def install(nodes: RealNodes, kustomization: Path) -> None:
     nodes.kubectl("apply", "-k", str(kustomization))
 
 
-class Controller:
-    """``mcd controller`` as a host process with a token of its ServiceAccount (what its
-    Deployment's pod would have), stopped by its pid; its log in the work dir."""
-
-    def __init__(self, nodes: RealNodes, workdir: Path) -> None:
-        self.log_path = workdir / "controller.log"
-        token = nodes.kubectl("create", "token", "-n", "mcd", "mcd-controller",
-                              "--duration=2h").stdout.strip()  # fmt: skip
-        admin_path = Path(nodes.env["KUBECONFIG"])
-        admin = yaml.safe_load(admin_path.read_text())
-        context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])
-        cluster = next(c for c in admin["clusters"] if c["name"] == context["context"]["cluster"])
-        ca = cluster["cluster"].get("certificate-authority")
-        if ca:  # relative to the admin kubeconfig's folder
-            cluster["cluster"]["certificate-authority"] = str((admin_path.parent / ca).resolve())
-        self.kubeconfig = workdir / "controller.kubeconfig"
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-            "users": [{"name": "mcd-controller", "user": {"token": token}}],
-            "contexts": [{"name": "c", "context": {"cluster": cluster["name"],
-                                                   "user": "mcd-controller"}}],
-            "current-context": "c",
-        }))  # fmt: skip
-        self.kubeconfig.chmod(0o600)
-        env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOSTNAME": "realnode-test"}
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mcd", "controller", "--kubeconfig", str(self.kubeconfig),
-                 "--namespace", "mcd", "--metrics-url", f"127.0.0.1:{free_port()}",
-                 "--resync", "5"],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
-            )  # fmt: skip
-
-    def log(self) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return f"--- controller:\n{text[-3000:]}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-
-
 @dataclass
 class Installed:
     nodes: RealNodes
     workdir: Path
-    controller: Controller
     timings: dict[str, float] = field(default_factory=dict)
 
     def logs(self) -> str:
-        return "\n".join([self.controller.log(), *(self.agent_log(n) for n in NODES)])
+        return "\n".join([self.controller_log(), *(self.agent_log(n) for n in NODES)])
+
+    def controller_log(self) -> str:
+        done = self.nodes.kubectl("logs", "-n", "mcd", "-l", "app.kubernetes.io/name=mcd-controller",
+                                  "--prefix", "--tail=40", check=False)  # fmt: skip
+        return f"--- controller pods:\n{done.stdout}{done.stderr}"
 
     def agent_pod(self, node: str) -> kit.Obj | None:
         pods = self.nodes.get("pods", "-n", "mcd", "-l", "app.kubernetes.io/name=mcd",
@@ -218,7 +171,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     tarball = workdir / "mcd-image.tar"
     timings["image"] = image.build_tarball(tarball, IMAGE)
     nodes = RealNodes(workdir)
-    controller: Controller | None = None
     try:
         nodes.up()
         for name in NODES:
@@ -234,17 +186,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
                        stdin=health_conf(nodes, name))  # fmt: skip
         start = time.monotonic()
         install(nodes, overlay(workdir / "overlay"))
-        # the agents wait for the controller (--drain-mode=controller) before their first
-        # sync ends (upstream: the uncordon of the node's current config, asked and applied)
-        controller = Controller(nodes, workdir)
-        ready = Installed(nodes, workdir, controller, timings)
+        # the agents wait for the controller's pods (--drain-mode=controller) before their
+        # first sync ends (upstream: the uncordon of the node's current config, asked and
+        # applied), so Ready agents mean a working controller too
+        ready = Installed(nodes, workdir, timings)
         for name in NODES:
-            wait(partial(ready.agent_running, name), 240, f"the agent pod Ready on {name}",
-                 partial(ready.agent_log, name))  # fmt: skip
+            wait(partial(ready.agent_running, name), 300, f"the agent pod Ready on {name}",
+                 ready.logs)  # fmt: skip
         timings["agents ready"] = time.monotonic() - start
         timings.update(nodes.timings)
         yield ready
     finally:
-        if controller is not None:
-            controller.stop()
         nodes.down()

@@ -3,8 +3,8 @@
 Two real nodes (a real kubelet, containerd and systemd each; :mod:`tests.nodes.kit`) run the
 plain-Kubernetes install with the image built from the ``Containerfile``. The agent pod
 manages its node through ``/rootfs`` and the node's systemd over D-Bus, with its pod-bound
-token; ``mcd controller`` (a host process with its ServiceAccount's token) rolls a pool out
-across both: real drains (evictions a PodDisruptionBudget answers), files and a unit written
+token; ``mcd controller``, as its Deployment's pods, rolls a pool out across both (evicting
+its own pod too, when it drains the node it runs on: the other replica takes over): real drains (evictions a PodDisruptionBudget answers), files and a unit written
 into the node's root, a real reboot of the node, and Done.
 """
 
@@ -223,3 +223,5 @@ def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
     assert watch.min_healthy >= 1  # the budget held while pods were evicted
     nodes.kubectl("rollout", "status", "-n", "default", f"deployment/{WORKLOAD}",
                   "--timeout=180s")  # fmt: skip
+    # the controller's pods too (drained with the nodes they ran on)
+    nodes.kubectl("rollout", "status", "-n", "mcd", "deployment/mcd-controller", "--timeout=180s")
