@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit test-real real-stage bench bench-ratios faults scale rollout fleet idle-footprint format \
+.PHONY: demo lint test unit test-real real-stage image test-nodes bench bench-ratios faults scale rollout fleet idle-footprint format \
 	mutation mutation-report mutation-retest
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
@@ -29,7 +29,7 @@ lint:
 # shares one expensive fixture (the built image, a booted container) stays on one worker.
 PYTEST_WORKERS ?= 4
 unit:
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not nodes"
 
 # The tests with a real-cluster mode (marked `cluster`: those on kube_cluster, and the ones
 # that need a real kube-apiserver) against real clusters from $(REALCLUSTER): each of the
@@ -50,6 +50,21 @@ ifneq ($(wildcard $(REALCLUSTER)/start.sh),)
 else
 	@echo "real-cluster stage skipped: no $(REALCLUSTER)/start.sh (the realcluster kit of shared/ beside the checkout)"
 endif
+
+# The Containerfile built offline (the base it names made once from a debootstrap, as the image
+# tests do) into a tarball `realnode.sh load NODE $(IMAGE_TAR)` imports into a node's containerd
+IMAGE_TAR ?= build/mcd-image.tar
+IMAGE_TAG ?= localhost/mcd:dev
+image:
+	$(BIN)/python -m tests.nodes.image $(IMAGE_TAR) --tag $(IMAGE_TAG)
+
+# The tests on real nodes (tests/nodes: a real kubelet, containerd and systemd per node from
+# $(REALNODE), as root): the agent as the DaemonSet's pod, the rollout loop with a reboot. One
+# realnode cluster per host, so they run alone, nodes shared within a module; where the kit
+# cannot run, the skip says why in one line (the kit's own reason). -s: the loop's timings.
+REALNODE ?= ../shared/realnode
+test-nodes:
+	REALNODE_KIT=$(abspath $(REALNODE)) $(BIN)/pytest -p no:cacheprovider -q -s -m nodes tests/nodes
 
 # The absolute targets (times, MB); exits non-zero on a miss. Run it on a quiet machine.
 bench:
@@ -85,7 +100,7 @@ fleet:
 idle-footprint:
 	$(BIN)/python -m bench.idle_footprint
 
-test: lint unit real-stage bench-ratios
+test: lint unit real-stage test-nodes bench-ratios
 
 # Mutation testing of mcd/model with the unit tests (mutmut; config in pyproject.toml), on
 # demand: not part of make test. mutmut tests in mutants/, a copy of mcd/ (only mcd/model

@@ -116,6 +116,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "test that uses kube_cluster: make test-real selects these (-m cluster)",
     )  # fmt: skip
     config.addinivalue_line(
+        "markers", "nodes: needs real nodes (../shared/realnode, tests/nodes): make test-nodes "
+        "selects these; skipped with the kit's reason where it cannot run",
+    )  # fmt: skip
+    config.addinivalue_line(
         "markers", "fake_only(reason): needs the fake API server (fault injection, its request "
         "log); skipped on a real cluster with that reason",
     )  # fmt: skip

@@ -1,0 +1,227 @@
+"""The agent as the DaemonSet's pod on real nodes (issue 42, items 1 and 2).
+
+Two real nodes (a real kubelet, containerd and systemd each; :mod:`tests.nodes.kit`) run the
+plain-Kubernetes install with the image built from the ``Containerfile``. The agent pod
+manages its node through ``/rootfs`` and the node's systemd over D-Bus, with its pod-bound
+token; ``mcd controller``, as its Deployment's pods, rolls a pool out across both (evicting
+its own pod too, when it drains the node it runs on: the other replica takes over): real drains (evictions a PodDisruptionBudget answers), files and a unit written
+into the node's root, a real reboot of the node, and Done.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcd.model.vocabulary import Annotation
+from tests.nodes import image, kit
+from tests.nodes.conftest import IMAGE, INITIAL, NODES, Installed
+from tests.nodes.kit import RealNodes, wait
+
+pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
+WHY_NOT = kit.unavailable() or image.unavailable()
+if WHY_NOT:  # one line, the kit's own reason
+    pytest.skip(f"real nodes: {WHY_NOT}", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[2]
+FILE = "/etc/mcd-realnode/hello.conf"
+UNIT = "mcd-realnode-hello.service"
+Obj = dict[str, Any]
+
+
+def machineconfig(name: str, config: Obj, role: str | None = None) -> Obj:
+    labels = {"machineconfiguration.openshift.io/role": role} if role else {}
+    return {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}, **config}}}  # fmt: skip
+
+
+def apply(nodes: RealNodes, *docs: Obj) -> None:
+    nodes.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+
+def done_on(nodes: RealNodes, config: str, node: str) -> bool:
+    a = nodes.annotations(node)
+    return (a.get(Annotation.CURRENT_CONFIG), a.get(Annotation.STATE)) == (config, "Done")
+
+
+def test_the_agent_pods_take_the_install_handoff_and_report_done(installed: Installed) -> None:
+    """On nodes a bootstrap left the install handoff on (upstream ``loadNodeAnnotations``:
+    ``/etc/machine-config-daemon/node-annotations.json`` naming the install's rendered
+    config), each agent pod copies the annotations onto its Node, validates the node against
+    that config and reports Done; the file is kept as ``node-annotation.json.bak``. The pod is
+    the DaemonSet's, on its node, with the ServiceAccount's token and the loaded image."""
+    nodes = installed.nodes
+    for node in NODES:
+        wait(partial(done_on, nodes, INITIAL, node), 180, f"{node} Done on {INITIAL}",
+             installed.logs)  # fmt: skip
+        pod = installed.agent_pod(node)
+        assert pod is not None and pod["spec"]["nodeName"] == node
+        spec = pod["spec"]
+        assert spec["serviceAccountName"] == "mcd" and spec["hostPID"] and spec["hostNetwork"]
+        assert spec["containers"][0]["image"] == IMAGE
+        assert nodes.annotations(node)[Annotation.DESIRED_CONFIG] == INITIAL
+        listed = nodes.exec(node, "ls", "/etc/machine-config-daemon").stdout.split()
+        assert "node-annotation.json.bak" in listed and "node-annotations.json" not in listed
+    print(f"\nreal nodes, setup (s): { {k: round(v, 1) for k, v in installed.timings.items()} }")
+
+
+# -- the rollout loop ----------------------------------------------------------------------------
+
+WORKLOAD = "web"
+HELLO = "hello from mcd on a real node\n"
+UNIT_TEXT = (
+    "[Unit]\nDescription=mcd realnode test\n[Service]\nType=oneshot\n"
+    "ExecStart=/bin/true\nRemainAfterExit=yes\n[Install]\nWantedBy=multi-user.target\n"
+)
+
+
+def workload() -> list[Obj]:
+    """Two replicas a PodDisruptionBudget keeps at least one of (minAvailable 1)."""
+    labels = {"app": WORKLOAD}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": WORKLOAD, "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"terminationGracePeriodSeconds": 2, "containers": [{
+                "name": "web", "image": "localhost/rn-busybox:1", "imagePullPolicy": "Never",
+                "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
+            }]},
+        }},
+    }  # fmt: skip
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": WORKLOAD, "namespace": "default"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}}  # fmt: skip
+    return [deployment, pdb]
+
+
+def pool() -> Obj:
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": "worker"},
+        "spec": {
+            "machineConfigSelector": {"matchLabels": {
+                "machineconfiguration.openshift.io/role": "worker"}},
+            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+            "maxUnavailable": 1,
+        },
+    }  # fmt: skip
+
+
+def hello_config() -> Obj:
+    return machineconfig("50-worker-hello", {
+        "storage": {"files": [{"path": FILE, "mode": 0o644,
+                               "contents": {"source": "data:," + HELLO.replace(" ", "%20")
+                                            .replace("\n", "%0A")}}]},
+        "systemd": {"units": [{"name": UNIT, "enabled": True, "contents": UNIT_TEXT}]},
+    }, role="worker")  # fmt: skip
+
+
+class Watch:
+    """When each node first showed each step of its update (seconds since the start)."""
+
+    def __init__(self, nodes: RealNodes, target: str) -> None:
+        self.nodes = nodes
+        self.target = target
+        self.start = time.monotonic()
+        self.seen: dict[str, dict[str, float]] = {n: {} for n in NODES}
+        self.exits = {n: len(nodes.exits(n)) for n in NODES}
+        self.min_healthy = 2
+
+    def _mark(self, node: str, step: str, now: float) -> None:
+        self.seen[node].setdefault(step, now)
+
+    def poll(self) -> bool:
+        now = time.monotonic() - self.start
+        for node in NODES:
+            a = self.nodes.annotations(node)
+            desired_drain = a.get(Annotation.DESIRED_DRAIN, "")
+            if a.get(Annotation.DESIRED_CONFIG) == self.target:
+                self._mark(node, "targeted", now)
+            if desired_drain.startswith("drain-"):
+                self._mark(node, "drain asked", now)
+                if a.get(Annotation.LAST_APPLIED_DRAIN) == desired_drain:
+                    self._mark(node, "drained", now)
+            if a.get(Annotation.STATE) == "Working":
+                self._mark(node, "working", now)
+            if len(self.nodes.exits(node)) > self.exits[node]:
+                self._mark(node, "rebooted", now)
+            if (a.get(Annotation.CURRENT_CONFIG), a.get(Annotation.STATE)) == (self.target, "Done"):
+                self._mark(node, "done", now)
+        pdb = self.nodes.get("pdb", "-n", "default", WORKLOAD).get("status") or {}
+        self.min_healthy = min(self.min_healthy, int(pdb.get("currentHealthy", 2)))
+        return all("done" in self.seen[n] for n in NODES)
+
+
+def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
+    installed: Installed,
+) -> None:
+    """A pool's first rendered config (a file and an enabled unit, from the empty install
+    config: a reboot) rolled out by ``mcd controller`` one node at a time: each node drained
+    for real (the workload's pods evicted while its PodDisruptionBudget allows it, started
+    again elsewhere), the file and the unit written by the agent pod into the node's root,
+    the node rebooted (its container restarts: a new boot, the kubelet and the agent pod come
+    back), Done on the target; every node schedulable again, the workload back at 2."""
+    nodes = installed.nodes
+    for node in NODES:  # the first test leaves them Done on the install's config
+        wait(partial(done_on, nodes, INITIAL, node), 180, f"{node} Done", installed.logs)
+        nodes.kubectl("label", "node", node, "node-role.kubernetes.io/worker=", "--overwrite")
+    apply(nodes, *workload())
+    nodes.kubectl("rollout", "status", "-n", "default", f"deployment/{WORKLOAD}",
+                  "--timeout=120s")  # fmt: skip
+    apply(nodes, hello_config(), pool())
+    logs = installed.logs
+
+    def rendered() -> str:
+        spec = nodes.get("mcp", "worker").get("spec") or {}
+        return str((spec.get("configuration") or {}).get("name") or "")
+
+    wait(lambda: rendered().startswith("rendered-worker-"), 120, "worker rendered", logs)
+    target = rendered()
+    watch = Watch(nodes, target)
+    wait(watch.poll, 900, f"both nodes Done on {target}", logs)
+    steps = watch.seen
+    rounded = {n: {k: round(v, 1) for k, v in steps[n].items()} for n in NODES}
+    print(f"\nreal-node rollout to {target} (s since it was rendered): {rounded}")
+    installed.timings["rollout"] = max(steps[n]["done"] for n in NODES)
+    for node in NODES:
+        # what a user sees on the node: the file, the unit known to the node's systemd
+        assert nodes.exec(node, "cat", FILE).stdout == HELLO
+        assert nodes.exec(node, "systemctl", "is-enabled", UNIT).stdout.strip() == "enabled"
+        shown = nodes.exec(node, "systemctl", "show", "-p", "LoadState,ActiveState", UNIT).stdout
+        assert "LoadState=loaded" in shown and "ActiveState=active" in shown, shown
+        # the health gate after the reboot asked the node's real kubelet (and found it ok)
+        gate = json.loads(nodes.exec(node, "cat", "/etc/machine-config-daemon/health-gate.json")
+                          .stdout)  # fmt: skip
+        assert gate["config"] == target and gate["ok"], gate
+        assert {"name": "kubelet", "status": "passed"} in [
+            {k: c[k] for k in ("name", "status")} for c in gate["checks"]
+        ], gate
+        # a real reboot: the node's container ended with systemd's reboot code and came back
+        assert any(line.split()[-1] == "133" for line in nodes.exits(node)), nodes.exits(node)
+        assert "rebooted" in steps[node] and "drained" in steps[node], steps[node]
+        # the agent pod's container, started again by the kubelet after the reboot, resumed
+        # the update from its journal (upstream checkStateOnFirstRun's words)
+        pod = installed.agent_pod(node)
+        assert pod is not None
+        log = nodes.kubectl("logs", "-n", "mcd", pod["metadata"]["name"]).stdout
+        assert f"Node {node} has rebooted" in log, log[-3000:]
+        assert f"Completing update to target MachineConfig: {target}" in log, log[-3000:]
+        assert not nodes.node(node)["spec"].get("unschedulable"), f"{node} left cordoned"
+        assert nodes.annotations(node)[Annotation.DESIRED_CONFIG] == target
+    # one node at a time, each drained before it rebooted
+    first, second = sorted(NODES, key=lambda n: steps[n]["done"])
+    assert steps[first]["drained"] <= steps[first]["rebooted"] <= steps[first]["done"]
+    assert steps[first]["done"] <= steps[second]["drained"]
+    assert watch.min_healthy >= 1  # the budget held while pods were evicted
+    nodes.kubectl("rollout", "status", "-n", "default", f"deployment/{WORKLOAD}",
+                  "--timeout=180s")  # fmt: skip
+    # the controller's pods too (drained with the nodes they ran on)
+    nodes.kubectl("rollout", "status", "-n", "mcd", "deployment/mcd-controller", "--timeout=180s")
