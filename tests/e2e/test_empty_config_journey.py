@@ -8,15 +8,11 @@ name is never fetched from the API server (no MachineConfig of that name exists 
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.model.vocabulary import CURRENT_CONFIG_PATH, EMPTY_CONFIG_NAME, Annotation
 from tests.e2e.configs import APP_CONF, KEY_A, PULL_SECRET, worker
@@ -32,9 +28,9 @@ from tests.e2e.controller_harness import (
     target,
     wait,
 )
-from tests.e2e.harness import REPO, AgentNode, create_config
+from tests.e2e.harness import AgentNode, create_config
+from tests.e2e.test_controller import _crds  # noqa: F401 - the CRD fixture (autouse there)
 from tests.fakes.kubecluster import TestCluster
-from tests.fakes.realcluster import install_crd
 
 NOT_FOUND = f'"{EMPTY_CONFIG_NAME}" not found'
 
@@ -76,27 +72,6 @@ def test_node_without_install_config_applies_desired_from_the_empty_config(
         node.wait_state("Done", rendered, timeout=90)
     _on_config(node, rendered)
     _never_fetched_empty(node)
-
-
-@pytest.fixture
-def _crds(kube_cluster: TestCluster) -> Iterator[None]:
-    """On a real cluster the pool and MachineConfig CRDs (the fake serves them built in); the
-    controller's rendered configs removed after."""
-    if kube_cluster.fake is not None:
-        yield
-        return
-    crds = {
-        "01-machineconfig-crd.yaml": "machineconfigs",
-        "04-machineconfigpool-crd.yaml": "machineconfigpools",
-    }
-    for name, plural in crds.items():
-        doc = yaml.safe_load((REPO / "daemonset" / "kubernetes" / name).read_text())
-        install_crd(kube_cluster.kube, doc, f"/apis/machineconfiguration.openshift.io/v1/{plural}")
-    yield
-    for mc in kube_cluster.kube.request("GET", MACHINECONFIGS).get("items") or []:
-        if mc["metadata"]["name"].startswith("rendered-"):
-            with contextlib.suppress(ApiError):
-                kube_cluster.kube.request("DELETE", f"{MACHINECONFIGS}/{mc['metadata']['name']}")
 
 
 def as_on_a_host(node: AgentNode, monkeypatch: pytest.MonkeyPatch) -> None:

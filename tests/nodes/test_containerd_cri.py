@@ -41,6 +41,8 @@ from mcd.model.disruption.hosts import HostsTomlError, parse_hosts_toml
 from mcd.model.node.runtime import node_runtime_version
 from tests.fakes.registry import Registry, serving
 
+pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
+
 NODE = "realnode-1"
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_PATH = '    config_path = "/etc/containerd/certs.d:/etc/docker/certs.d"\n'
