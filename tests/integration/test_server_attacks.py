@@ -10,13 +10,12 @@ import contextlib
 import http.client
 import socket
 import ssl
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_server_ignition import IGN33, Served, make_pool, start_server
+from tests.underload import probing_while
 
 
 def _threads(pid: int) -> int:
@@ -45,29 +44,6 @@ def probe(s: Served) -> int:
         return response.status
     finally:
         conn.close()
-
-
-def probing_while(s: Served, attack: Callable[[], None], seconds: float) -> int:
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            attack()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    end, probes = time.monotonic() + seconds, 0
-    try:
-        while time.monotonic() < end:
-            assert probe(s) == 200, "the probe was not answered"
-            probes += 1
-            time.sleep(0.5)
-    finally:
-        t.join(60)
-    assert not errors, errors
-    return probes
 
 
 def back_to(pid: int, fds: int, threads: int) -> None:
@@ -115,7 +91,7 @@ def test_trickling_and_idle_clients_never_take_the_server_down(
                 time.sleep(3)
 
         try:
-            assert probing_while(s, trickle, 13) >= 10
+            assert probing_while(trickle, lambda: probe(s), 13, 0.5) >= 10
             token = s.token("node-under-attack").strip()
             status, _ = s.get(
                 f"/config/{pool}", {"Authorization": f"Bearer {token}", "Accept": IGN33}
@@ -141,7 +117,7 @@ def test_trickling_and_idle_clients_never_take_the_server_down(
                 time.sleep(6)
 
         try:
-            assert probing_while(s, idle, 12) >= 8
+            assert probing_while(idle, lambda: probe(s), 12, 0.5) >= 8
         finally:
             for h in held:
                 h.close()

@@ -23,6 +23,7 @@ from mcd.host.statusserver import StatusServer
 from mcd.server.handler import Handler
 from mcd.server.listener import Listener
 from mcd.server.tokens import Grant, Refused
+from tests.underload import probing_while
 from tests.unit.test_server_http import FakeSource
 
 DEADLINE = 2.0  # the listeners' head deadline in these tests (10 s shipped)
@@ -102,29 +103,7 @@ def under_load(
     port: int, seconds: float, attack: Callable[[], None], path: str = "/healthz"
 ) -> None:
     """Run ``attack`` in a thread while probing every 0.3 s; every probe must answer 200."""
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            attack()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    end = time.monotonic() + seconds
-    probes = 0
-    try:
-        while time.monotonic() < end:
-            assert probe(port, path) == 200
-            probes += 1
-            time.sleep(0.3)
-    finally:
-        stop.set()
-        t.join(30)
-    assert not errors, errors
-    assert probes >= 5
+    assert probing_while(attack, lambda: probe(port, path), seconds, 0.3) >= 5
 
 
 def settle(baseline_fds: int, baseline_threads: int) -> None:
