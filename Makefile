@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit test-real real-stage image test-nodes bench bench-ratios faults scale rollout fleet idle-footprint format \
+.PHONY: demo lint test unit fake-stage test-real real-stage image test-nodes bench bench-ratios faults scale rollout fleet idle-footprint format \
 	mutation mutation-report mutation-retest
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
@@ -31,13 +31,24 @@ PYTEST_WORKERS ?= 4
 unit:
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not nodes"
 
+# make test's fake-API-server stage. Where the real-cluster stage runs (its kit is beside the
+# checkout, as in CI), each test marked `cluster` runs once, there, against a real
+# kube-apiserver; here stay the others and the cluster tests that make assertions only the fake
+# can (fake_only: fault injection; fake_too: its request log). Without the kit: all of them.
+REALCLUSTER ?= ../shared/realcluster
+fake-stage:
+ifneq ($(wildcard $(REALCLUSTER)/start.sh),)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not nodes and (not cluster or fake_only or fake_too)"
+else
+	$(MAKE) --no-print-directory unit
+endif
+
 # The tests with a real-cluster mode (marked `cluster`: those on kube_cluster, and the ones
 # that need a real kube-apiserver) against real clusters from $(REALCLUSTER): each of the
 # REAL_WORKERS xdist workers starts a throw-away etcd + kube-apiserver + kube-controller-manager
 # of its own (and the kubelet stand-in), so cluster-scoped objects (00-worker, the controller's
 # Lease) are never shared, and stops them by their pids at its end. Tests only the fake API
 # server can do (fault injection, its request log) are skipped, each with its reason (-ra).
-REALCLUSTER ?= ../shared/realcluster
 REAL_WORKERS ?= 4
 test-real:
 	MCD_TEST_REAL_CLUSTERS=1 MCD_TEST_REALCLUSTER_KIT=$(REALCLUSTER) MCD_TEST_KUBECONFIG= KUBECONFIG= \
@@ -100,7 +111,7 @@ fleet:
 idle-footprint:
 	$(BIN)/python -m bench.idle_footprint
 
-test: lint unit real-stage test-nodes bench-ratios
+test: lint fake-stage real-stage test-nodes bench-ratios
 
 # Mutation testing of mcd/model with the unit tests (mutmut; config in pyproject.toml), on
 # demand: not part of make test. mutmut tests in mutants/, a copy of mcd/ (only mcd/model

@@ -123,6 +123,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "fake_only(reason): needs the fake API server (fault injection, its request "
         "log); skipped on a real cluster with that reason",
     )  # fmt: skip
+    config.addinivalue_line(
+        "markers", "fake_too(reason): a cluster test with assertions only the fake can make "
+        "(its request log): kept in make test's fake stage, which otherwise leaves the "
+        "cluster tests to the real-cluster stage",
+    )  # fmt: skip
     workers = getattr(config.option, "numprocesses", None)
     if os.environ.get(REAL_CLUSTERS_ENV):
         _start_own_cluster(config, workers)
@@ -192,8 +197,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cluster skip those only the fake can do, each with its own reason."""
     real = bool(os.environ.get("MCD_TEST_KUBECONFIG"))
     for item in items:
-        if "kube_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "kube_cluster" in fixtures:
             item.add_marker(pytest.mark.cluster)
+        if "fake_api" in fixtures and item.get_closest_marker("fake_only") is None:
+            item.add_marker(pytest.mark.fake_only("fault injection needs the fake API server"))
         fake_only = item.get_closest_marker("fake_only")
         if real and fake_only is not None:
             item.add_marker(pytest.mark.skip(reason=f"fake API server only: {fake_only.args[0]}"))

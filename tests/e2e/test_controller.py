@@ -108,6 +108,7 @@ def start_pool_nodes(
     return nodes
 
 
+@pytest.mark.fake_too("the history of the fake's stored writes")
 def test_three_pools_six_nodes_max_unavailable_two(
     make_node: NodeFactory, kube_cluster: TestCluster, tmp_path: object
 ) -> None:
@@ -267,6 +268,7 @@ def test_pause_mid_rollout_lets_the_running_update_finish(
     assert any(reason == "RenderedConfigGenerated" for reason, _ in mine)
 
 
+@pytest.mark.fake_too("what each replica asked for, from the fake's request log")
 def test_second_replica_waits_while_the_first_holds_the_lease(
     kube_cluster: TestCluster, tmp_path: object
 ) -> None:

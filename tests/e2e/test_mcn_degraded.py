@@ -116,6 +116,7 @@ def create_machine_configuration(cluster: TestCluster, obj: Obj) -> None:
         cluster.kube.request("PUT", f"{MACHINE_CONFIGURATIONS}/cluster/status", body=created)
 
 
+@pytest.mark.fake_too("the count of status writes, from the fake's request log")
 def test_reload_policy_reports_the_reloaded_service(
     make_node: NodeFactory, kube_cluster: TestCluster, machine_configuration: None
 ) -> None:

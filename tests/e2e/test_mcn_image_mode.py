@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from mcd.host.osupdate.rpmostree import RETRY_ENV
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.scenarios import boot_on, update_to
@@ -19,6 +21,7 @@ from tests.fakes.kubecluster import TestCluster
 Obj = dict[str, Any]
 
 
+@pytest.mark.fake_too("the pull's progress as written, from the fake's request log")
 def test_image_mode_node_reports_config_image_and_its_conditions(
     make_node: NodeFactory, kube_cluster: TestCluster
 ) -> None:

@@ -18,6 +18,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from mcd.cluster.api import ApiError
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
@@ -58,6 +60,7 @@ def desired(cluster: TestCluster, nodes: list[str]) -> set[str]:
     return {annotations_of(cluster.get_node(n)).get(Annotation.DESIRED_CONFIG, "") for n in nodes}
 
 
+@pytest.mark.fake_too("the writes of each controller, from the fake's request log")
 def test_two_controllers_with_different_leases_pace_a_pool_once(
     kube_cluster: TestCluster, tmp_path: Path
 ) -> None:

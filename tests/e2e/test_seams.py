@@ -134,14 +134,13 @@ def test_ca_rotation_lands_without_a_reboot(
     ],
     ids=["nul-in-name", "not-pem"],
 )  # fmt: skip
+@pytest.mark.fake_only("ControllerConfig machine-config-controller is a singleton")
 def test_a_controller_config_the_writer_cannot_take_ends_degraded_with_a_reason(
     make_node: NodeFactory, kube_cluster: TestCluster, field: list[object], reason: str
 ) -> None:
     """Issue 28: every error an input can raise ends as Degraded with a reason (a NUL byte in
     a registry CA name once escaped as a ValueError into a silent retry loop), and nothing of
     a refused ControllerConfig is written: the good kubelet CA stays."""
-    if kube_cluster.fake is None:
-        pytest.skip("ControllerConfig machine-config-controller is a singleton: fake only")
     node = make_node()
     node.path("/etc/docker/certs.d").mkdir(parents=True)
     boot_on(node, kube_cluster)

@@ -133,6 +133,7 @@ def kubelet_jobs(node: AgentNode) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.fake_too("the agent's reads, from the fake's request log")
 def test_service_ca_rotation_lands_without_a_reboot(
     make_node: NodeFactory, kube_cluster: TestCluster, openshift: None
 ) -> None:
