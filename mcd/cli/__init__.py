@@ -167,6 +167,15 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="mcd")
 def cli() -> None:
     """mcd: keep a node's OS configuration equal to a rendered MachineConfig."""
+    click.get_current_context().call_on_close(_settle)
+
+
+def _settle() -> None:
+    """An update's preimages are unlinked by a thread of their own (``undo.discard``): a
+    command returns once they are gone (loaded only if the command updated a root)."""
+    undo = sys.modules.get("mcd.host.ondisk.undo")
+    if undo is not None:
+        undo.settle()
 
 
 def main() -> None:

@@ -17,11 +17,15 @@ it. The record holds no file contents (those are copies, root-only, like the jou
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import itertools
 import json
 import logging
 import os
+import shutil
 import stat
+import threading
 from typing import Any
 
 from mcd.host.errors import HostError
@@ -43,6 +47,8 @@ def record(root: Root, paths: list[str]) -> None:
     """Record the state of ``paths`` (with their backup names) and of the unit directory."""
     entries: dict[str, dict[str, str]] = {}
     created: list[str] = []
+    synced: set[str] = set()  # the preimages' directories: made durable once, at the end
+    _remove_asides(root)
     fsops.ensure_dir(root, os.path.dirname(PREIMAGES), STATE_DIR_MODE)  # as the journal's
     fsops.ensure_dir(root, PREIMAGES, 0o700)  # copies of private files: root alone
     for path in dict.fromkeys(p for t in paths for p in (t, orig_path(t), noorig_path(t))):
@@ -54,13 +60,53 @@ def record(root: Root, paths: list[str]) -> None:
             created += _missing_parents(root, host)
             continue
         if stat.S_ISREG(st.st_mode):
-            fsops.copy_preserving(root, path, PREIMAGES + path)
+            synced.add(_keep_preimage(root, path, host))
             entries[path] = {"kind": "file"}
         elif stat.S_ISLNK(st.st_mode):
             entries[path] = {"kind": "link", "target": os.readlink(host)}
+    top = os.path.dirname(fsops.target_path(root, PREIMAGES))
+    for directory in sorted(_with_parents(synced, top), key=len, reverse=True):
+        fsops.fsync_dir(directory)
     doc = {"paths": entries, "created": sorted(set(created)), "units": _unit_tree(root)}
     data = json.dumps(doc, indent=1).encode()
     fsops.write_file(root, RECORD, data, STATE_FILE_MODE, dir_mode=STATE_DIR_MODE)
+
+
+def _keep_preimage(root: Root, path: str, host: str) -> str:
+    """Keep the file at ``path`` as it is now; the host directory its preimage is in.
+
+    A hard link, where the file and the state directory share a filesystem: an update never
+    writes a file in place (every write is a new file renamed over the old name, a removal an
+    unlink), so the linked inode keeps the old bytes, mode, owner, times and xattrs without a
+    copy or an fsync of its own. Elsewhere (another filesystem, a link refused), a durable copy.
+    Restoring copies either back, so the node's file is never the preimage's inode again."""
+    keep = PREIMAGES + path
+    fsops.ensure_dir(root, os.path.dirname(keep), 0o700)
+    host_keep = fsops.target_path(root, keep)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(host_keep)  # a stale preimage of a record that never finished
+    try:
+        os.link(host, host_keep, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in _NO_LINK:
+            raise
+        fsops.copy_preserving(root, path, keep)
+    return os.path.dirname(host_keep)
+
+
+_NO_LINK = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP,
+                      errno.EOPNOTSUPP})  # fmt: skip
+
+
+def _with_parents(directories: set[str], top: str) -> set[str]:
+    """``directories`` and each parent of theirs up to ``top`` (their new entries as well)."""
+    found = set()
+    for start in directories:
+        directory = start
+        while directory.startswith(top + "/") and directory not in found:
+            found.add(directory)
+            directory = os.path.dirname(directory)
+    return found | ({top} if directories else set())
 
 
 def restore(root: Root) -> None:
@@ -79,9 +125,54 @@ def restore(root: Root) -> None:
 
 
 def discard(root: Root) -> None:
-    """Remove the record and its copies (an update committed, rolled back or never begun)."""
+    """Remove the record and its preimages (an update committed, rolled back or never begun).
+
+    The record goes at once and durably: without it, no rollback reads the preimages. The
+    preimages are renamed aside (one rename) and unlinked by a thread of their own, off the
+    update's path: unlinking them is where the old files' blocks are freed, the slowest part
+    of a commit. A process that exits waits for that thread (:func:`settle`); the asides a
+    killed process left are removed by the next :func:`record`."""
     fsops.remove(root, RECORD)
-    fsops.remove(root, PREIMAGES)
+    host = fsops.target_path(root, PREIMAGES)
+    if not os.path.lexists(host):
+        return
+    aside = f"{host}{_ASIDE}{os.getpid()}.{next(_asides)}"
+    os.rename(host, aside)
+    root.changed()
+    sweep = threading.Thread(target=shutil.rmtree, args=(aside,), kwargs={"ignore_errors": True},
+                             name="undo-sweep")  # fmt: skip
+    sweep.start()
+    _sweeps[aside] = sweep
+
+
+def settle() -> None:
+    """Wait until every preimage :func:`discard` put aside is gone."""
+    for aside in list(_sweeps):
+        _sweeps.pop(aside).join()
+
+
+_ASIDE = ".discarded."
+_asides = itertools.count()
+_sweeps: dict[str, threading.Thread] = {}
+
+
+def _remove_asides(root: Root) -> None:
+    """The preimages a killed process put aside and never removed (this process's own
+    asides are its sweeps' to remove: never waited for here)."""
+    for aside, sweep in list(_sweeps.items()):
+        if not sweep.is_alive():
+            del _sweeps[aside]
+    host = fsops.target_path(root, PREIMAGES)
+    parent, name = os.path.split(host)
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(parent):
+            ours = entry.path in _sweeps
+            if (
+                entry.name.startswith(name + _ASIDE)
+                and not ours
+                and entry.is_dir(follow_symlinks=False)
+            ):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _missing_parents(root: Root, host: str) -> list[str]:
