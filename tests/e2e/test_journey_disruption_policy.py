@@ -153,3 +153,7 @@ def test_an_edited_policy_makes_the_rollout_restart_a_service_instead_of_rebooti
     assert node.annotations().get(Annotation.DESIRED_DRAIN) in (None, f"uncordon-{second}")
     assert not node.events("Cordon") and not node.events("Drain")
     assert "Drain not required for this update" in node.log()
+    (restarted,) = node.wait_events("ServiceRestart")  # upstream's Event: the policy's action
+    assert restarted["message"] == (
+        "Config changes do not require reboot. Service app.service was restarted."
+    )
