@@ -214,6 +214,7 @@ def plan_command(
     from mcd.cluster.api import ApiError, Kube  # noqa: PLC0415
     from mcd.cluster.configs import MACHINECONFIGS  # noqa: PLC0415
     from mcd.cluster.controllerconfig import base_images  # noqa: PLC0415
+    from mcd.cluster.policies import PoliciesNotReady, cluster_policies  # noqa: PLC0415
     from mcd.cluster.pools import NODES, POOLS  # noqa: PLC0415
     from mcd.controller.preview import describe_preview, preview_pool  # noqa: PLC0415
     from mcd.model.pool.pools import SelectorError  # noqa: PLC0415
@@ -229,8 +230,12 @@ def plan_command(
         base = base_images(kube)  # the controller's render uses them too
     except ApiError as e:
         fail(f"cannot read pool {pool}: {e}")
+    try:  # the policies the agents will plan with (MachineConfiguration/cluster status)
+        policies = cluster_policies(kube, timeout=0)
+    except (ApiError, PoliciesNotReady) as e:
+        fail(f"cannot read the node disruption policies: {e}")
     try:
-        result = preview_pool(doc, pools, mcs, nodes, _window(doc), base)
+        result = preview_pool(doc, pools, mcs, nodes, _window(doc), base, policies)
     except (SelectorError, ValueError) as e:
         fail(f"pool {pool}: {e}")
     emit(result.to_json(), lambda _: describe_preview(result))

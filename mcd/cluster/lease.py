@@ -164,14 +164,33 @@ UPSTREAM_LEASE_SECONDS = 137.0
 """library-go's ``LeaderElectionDefaulting`` duration, when the Lease does not say."""
 
 
+UPSTREAM_OPERATOR = "machine-config-operator"
+UPSTREAM_OPERATOR_LEASE = "machine-config"
+"""Upstream's operator: its Deployment, and its Lease (``cmd/machine-config-operator``:
+``CreateResourceLock`` with ``componentName`` ``machine-config``, in its namespace)."""
+
+
 def upstream_controller(kube: Kube, now: datetime | None = None) -> str:
     """Why upstream's machine-config-controller runs here ("" when it does not): its
     Deployment is scaled above zero, or its Lease is held and was renewed within two of its
     durations (a stopped one releases it: ``ReleaseOnCancel``). Raises :class:`ApiError`
     when either cannot be read (404 aside): the caller cannot tell."""
+    return upstream_component(kube, UPSTREAM_NAME, UPSTREAM_NAME, now)
+
+
+def upstream_operator(kube: Kube, now: datetime | None = None) -> str:
+    """Why upstream's machine-config-operator runs here ("" when it does not), as
+    :func:`upstream_controller` tells for the controller."""
+    return upstream_component(kube, UPSTREAM_OPERATOR, UPSTREAM_OPERATOR_LEASE, now)
+
+
+def upstream_component(kube: Kube, deployment: str, lease_name: str,
+                       now: datetime | None = None) -> str:  # fmt: skip
+    """Why the upstream component with this Deployment and Lease (in upstream's namespace)
+    runs here ("" when it does not)."""
     deployments = f"/apis/apps/v1/namespaces/{UPSTREAM_NAMESPACE}/deployments"
     try:
-        found = kube.request("GET", f"{deployments}/{UPSTREAM_NAME}")
+        found = kube.request("GET", f"{deployments}/{deployment}")
     except ApiError as e:
         if e.status != 404:
             raise
@@ -179,9 +198,9 @@ def upstream_controller(kube: Kube, now: datetime | None = None) -> str:
         replicas = (found.get("spec") or {}).get("replicas")
         replicas = 1 if replicas is None else replicas
         if not isinstance(replicas, int) or replicas > 0:
-            return f"its Deployment {UPSTREAM_NAMESPACE}/{UPSTREAM_NAME} has {replicas} replica(s)"
+            return f"its Deployment {UPSTREAM_NAMESPACE}/{deployment} has {replicas} replica(s)"
     try:
-        lease = kube.request("GET", f"{leases_path(UPSTREAM_NAMESPACE)}/{UPSTREAM_NAME}")
+        lease = kube.request("GET", f"{leases_path(UPSTREAM_NAMESPACE)}/{lease_name}")
     except ApiError as e:
         if e.status != 404:
             raise
@@ -197,6 +216,6 @@ def upstream_controller(kube: Kube, now: datetime | None = None) -> str:
         at = None
     duration = _duration(spec) or UPSTREAM_LEASE_SECONDS
     if at is None or at.tzinfo is None or ((now or _now()) - at).total_seconds() < 2 * duration:
-        return (f"its Lease {UPSTREAM_NAMESPACE}/{UPSTREAM_NAME} is held by {holder} "
+        return (f"its Lease {UPSTREAM_NAMESPACE}/{lease_name} is held by {holder} "
                 f"(renewed {renewed or 'never'})")  # fmt: skip
     return ""

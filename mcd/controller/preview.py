@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mcd.model.disruption.policy import DEFAULT_POLICIES, DisruptionPolicies
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.planning.applicability import HostSupport, host_support_of
@@ -82,6 +83,8 @@ class PoolPreview:
     rollout_policy: Mapping[str, str] | None = None
     """:func:`policy_summary`: the rollout policy, the canary's state, a halt and what
     resumes it."""
+    policy_source: str = DEFAULT_POLICIES.source
+    """Where the node disruption policies the costs were planned with came from."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -94,6 +97,7 @@ class PoolPreview:
             "maintenanceWindow": self.window,
             "renderError": self.render_error,
             "rolloutPolicy": dict(self.rollout_policy or {}),
+            "policySource": self.policy_source,
             "nodes": [n.to_json() for n in self.nodes],
         }
 
@@ -105,9 +109,11 @@ def preview_pool(
     nodes: Sequence[Obj],
     window: WindowState | None = None,
     base: tuple[str, str] = ("", ""),
+    policies: DisruptionPolicies = DEFAULT_POLICIES,
 ) -> PoolPreview:
     """``base``: the ControllerConfig's base OS and extensions images
-    (:func:`mcd.cluster.controllerconfig.base_images`), as the controller's render uses them."""
+    (:func:`mcd.cluster.controllerconfig.base_images`), as the controller's render uses them;
+    ``policies``: the node disruption policies the agents will use (the cluster's)."""
     name = name_of(pool)
     spec = pool.get("spec") or {}
     selector = spec.get("machineConfigSelector")
@@ -131,8 +137,9 @@ def preview_pool(
     hosts = {name_of(n): host_support_of(n) for n in nodes}  # what each node can apply
     for v in sorted(views, key=lambda v: (batch_of.get(v.name, 0) or 10**9, v.name)):
         rows.append(
-            _row(v, target, target_spec, configs, batch_of.get(v.name, 0), hosts.get(v.name))
-        )
+            _row(v, target, target_spec, configs, batch_of.get(v.name, 0), hosts.get(v.name),
+                 policies)
+        )  # fmt: skip
     return PoolPreview(
         pool=name,
         target=target,
@@ -144,6 +151,7 @@ def preview_pool(
         nodes=tuple(rows),
         render_error=error,
         rollout_policy=policy_summary(pool),
+        policy_source=policies.source,
     )
 
 
@@ -154,12 +162,13 @@ def _row(
     configs: Mapping[str, Obj],
     batch: int,
     host: HostSupport | None = None,
+    policies: DisruptionPolicies = DEFAULT_POLICIES,
 ) -> NodeRow:
     if v.done and v.current == target:
         return NodeRow(v.name, v.current, "none", "none", False, False, 0)
     if v.desired == target and not v.done:
         return NodeRow(v.name, v.current, "updating", "-", False, False, batch)
-    plan = _plan(configs.get(v.current), target_doc, host)
+    plan = _plan(configs.get(v.current), target_doc, host, policies)
     if isinstance(plan, str):
         return NodeRow(v.name, v.current or "-", "update", "unknown", True, True, batch, plan)
     if not plan.reconcilable:
@@ -167,7 +176,12 @@ def _row(
     return NodeRow(v.name, v.current, "update", plan.cost.label, plan.drain, plan.reboot, batch)
 
 
-def _plan(old: Obj | None, new: Obj | None, host: HostSupport | None = None) -> UpdatePlan | str:
+def _plan(
+    old: Obj | None,
+    new: Obj | None,
+    host: HostSupport | None = None,
+    policies: DisruptionPolicies = DEFAULT_POLICIES,
+) -> UpdatePlan | str:
     if old is None:
         return "current config not found; assuming a drain and a reboot"
     if new is None:
@@ -176,6 +190,7 @@ def _plan(old: Obj | None, new: Obj | None, host: HostSupport | None = None) -> 
         return make_plan(
             machine_config_from_object(old, name_of(old)),
             machine_config_from_object(new, name_of(new)),
+            policies,
             host=host,
         )
     except ConfigError as e:
@@ -200,6 +215,7 @@ def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
     if p.rolling_out and p.rolling_out != p.target:
         lines.append(f"Rolling out now: {p.rolling_out}")
     lines.append(f"Maintenance window: {p.window}")
+    lines.append(f"Policies: {p.policy_source}")
     lines += describe_policy(p.rollout_policy or {}, False)
     header = ("NODE", "CURRENT", "ACTION", "COST", "DRAIN", "REBOOT", "BATCH")
     table = [header] + [

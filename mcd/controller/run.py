@@ -8,7 +8,9 @@ it records it on): :mod:`mcd.controller.leadership.pacer`. It does not run while
 machine-config-controller does (checked at start, before it takes the Lease, and every
 30 seconds while it leads): one line, exit code 78 (:mod:`mcd.controller.leadership.election`).
 
-The leader lists and watches Nodes, MachineConfigPools and MachineConfigs, and runs a pass over
+The leader publishes the node disruption policies of MachineConfiguration/cluster, as upstream's
+operator (:mod:`mcd.controller.operator`). It lists and watches Nodes, MachineConfigPools and
+MachineConfigs, and runs a pass over
 all pools (and starts the drains the agents asked for: :mod:`mcd.controller.drain`) whenever
 one of them changes (changes arriving together are coalesced: for ``settle`` seconds, or 20
 times as long as the last pass took, at most half a second, so a big fleet's stream of Node
@@ -46,6 +48,7 @@ from mcd.controller.drain import DrainController
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.leadership.pacer import Pacer
+from mcd.controller.operator.machineconfiguration import MachineConfigurationSync
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
@@ -161,6 +164,9 @@ class Controller:
             mine=self.pacer.mine,
         )  # fmt: skip
         self.leading = False
+        self.machineconfiguration = MachineConfigurationSync(
+            self.kube, __version__, leading=lambda: self.leading
+        )
         self.last_tick = time.monotonic()
         self.server = StatusServer(
             options.metrics_url, self.metrics.registry, self._healthz, self._readyz,
@@ -258,6 +264,9 @@ class Controller:
         self.metrics.leader.set(1)
         for informer in (self.pools, self.configs, self.nodes):
             threading.Thread(target=informer.run, args=(self.stop,), daemon=True).start()
+        threading.Thread(  # the node disruption policies, as upstream's operator
+            target=self.machineconfiguration.run, args=(self.stop,), daemon=True
+        ).start()
         for informer in (self.pools, self.configs, self.nodes):
             while not informer.synced.wait(0.1):
                 if self.stop.is_set():

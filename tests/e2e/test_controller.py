@@ -546,7 +546,8 @@ def test_controller_rbac_is_exactly_what_it_uses(
     """Every request the controller makes while it renders, rolls out, drains and reports (Lease,
     informers, rendered config, pool spec and status, desiredConfig, cordon, pods and their
     evictions, the MachineConfigNode of a blocked drain, the MachineConfigNodes of a pool naming
-    PinnedImageSets, MachineConfiguration's overrides, lastAppliedDrain, Events, the prune of an
+    PinnedImageSets, MachineConfiguration: its overrides read, the object created and its status
+    published, lastAppliedDrain, Events, the prune of an
     unused rendered config) is allowed by daemonset/kubernetes/05-controller-rbac.yaml, and every rule there
     is used."""
     cluster = kube_cluster

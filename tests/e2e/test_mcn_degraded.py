@@ -27,7 +27,9 @@ from tests.fakes.realcluster import install_crd
 from tests.unit.test_policy_status import status_object
 
 Obj = dict[str, Any]
-MC_CRD = Path(__file__).resolve().parents[1] / "data/upstream/machineconfigurations.crd.yaml"
+MC_CRD = (
+    Path(__file__).resolve().parents[2] / "daemonset/kubernetes/12-machineconfiguration-crd.yaml"
+)
 MACHINE_CONFIGURATIONS = "/apis/operator.openshift.io/v1/machineconfigurations"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd.cluster.api import ApiError, Kube, load_client
+from mcd.cluster.policies import MACHINECONFIGURATION
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.realcluster import AGENT_KUBECONFIG_ENV
 from tests.fakes.tls import serving_context
@@ -179,6 +180,9 @@ class TestCluster:
         for method, path in reversed(self._cleanup):
             with contextlib.suppress(ApiError):
                 self.kube.request(method, path, {"gracePeriodSeconds": 0})
+        if self.fake is None:  # a controller creates it (as upstream's operator): per test
+            with contextlib.suppress(ApiError):
+                self.kube.request("DELETE", MACHINECONFIGURATION)
         if self.fake is not None:
             self.fake.stop()
 

@@ -37,6 +37,7 @@ PLAIN_INSTALL_BEFORE = {
     ("CustomResourceDefinition", "", "machineconfigpools.machineconfiguration.openshift.io"),
     ("CustomResourceDefinition", "", "machineconfignodes.machineconfiguration.openshift.io"),
     ("CustomResourceDefinition", "", "pinnedimagesets.machineconfiguration.openshift.io"),
+    ("CustomResourceDefinition", "", "machineconfigurations.operator.openshift.io"),
     ("ServiceAccount", "mcd", "mcd"),
     ("ClusterRole", "", "mcd"),
     ("ClusterRoleBinding", "", "mcd"),

@@ -1,6 +1,6 @@
 """The admin's node disruption policy (``MachineConfiguration`` ``spec.nodeDisruptionPolicy``):
 refused as the API server would refuse it, in the CRD's own words (read from upstream's CRD,
-tests/data/upstream/machineconfigurations.crd.yaml), each refusal naming its field; and merged
+daemonset/kubernetes/12-machineconfiguration-crd.yaml), each refusal naming its field; and merged
 over the defaults the way upstream's ``MergeClusterPolicies`` does."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mcd.model.disruption.policy import (
 )
 from mcd.model.errors import PolicyError
 
-CRD = Path(__file__).resolve().parents[1] / "data/upstream/machineconfigurations.crd.yaml"
+CRD = Path(__file__).resolve().parents[2] / "daemonset/kubernetes/12-machineconfiguration-crd.yaml"
 NDP = "spec.nodeDisruptionPolicy"
 
 

@@ -1,5 +1,5 @@
 """Node disruption policies published by the operator (MachineConfiguration/cluster status),
-checked against upstream's own CRD schema (tests/data/upstream/machineconfigurations.crd.yaml)."""
+checked against upstream's own CRD schema (daemonset/kubernetes/12-machineconfiguration-crd.yaml)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from mcd.model.errors import PolicyError
 from mcd.model.planning.plan import make_plan
 from tests.builders import file_entry, mc
 
-CRD = Path(__file__).resolve().parents[1] / "data/upstream/machineconfigurations.crd.yaml"
+CRD = Path(__file__).resolve().parents[2] / "daemonset/kubernetes/12-machineconfiguration-crd.yaml"
 
 
 def crd_schema() -> dict[str, Any]:

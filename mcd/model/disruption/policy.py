@@ -220,12 +220,14 @@ def service_name_problem(name: str) -> str:
 USER_ACTION_TYPES = {t.value: t for t in ActionType if t is not ActionType.SPECIAL}
 
 
-def parse_user_policies(doc: object) -> DisruptionPolicies:
+def parse_user_policies(doc: object, *, empty_actions: bool = False) -> DisruptionPolicies:
     """Read ``spec.nodeDisruptionPolicy`` of a ``MachineConfiguration`` (or the bare policy object).
 
     Enforces the API's own validation: known action types, a service name for
     Reload and Restart, Reboot and None standing alone, absolute paths. A document of
     another kind (a MachineConfig given by mistake) is refused, not read as no policy.
+    An empty ``actions`` list is refused unless ``empty_actions`` (the CRD admits one, and
+    upstream's operator publishes it as is; an empty SSH key policy means the default).
     """
     try:
         obj = f.as_map(doc, "")
@@ -246,7 +248,7 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             fpath = f.opt_str(entry, "path", ipath)
             if fpath is None:  # the CRD requires it, but checks nothing else about it
                 raise PolicyError("missing path", f.join(ipath, "path"))
-            files.append(FilePolicy(fpath, _parse_actions(entry, ipath), USER))
+            files.append(FilePolicy(fpath, _parse_actions(entry, ipath, empty_actions), USER))
         units = []
         for i, item in enumerate(f.opt_list(ndp, "units", npath)):
             ipath = f.join(f.join(npath, "units"), i)
@@ -254,11 +256,11 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
             name = f.opt_str(entry, "name", ipath)
             if not name:
                 raise PolicyError("missing unit name", f.join(ipath, "name"))
-            units.append(UnitPolicy(name, _parse_actions(entry, ipath), USER))
+            units.append(UnitPolicy(name, _parse_actions(entry, ipath, empty_actions), USER))
         sshkey = None
         if "sshkey" in ndp:
             spath = f.join(npath, "sshkey")
-            sshkey = _parse_actions(f.opt_map(ndp, "sshkey", npath), spath)
+            sshkey = _parse_actions(f.opt_map(ndp, "sshkey", npath), spath, empty_actions) or None
         return DisruptionPolicies(
             files=tuple(files),
             units=tuple(units),
@@ -272,7 +274,7 @@ def parse_user_policies(doc: object) -> DisruptionPolicies:
         raise PolicyError(e.detail, e.field) from e
 
 
-def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
+def _parse_actions(entry: f.JSONMap, path: str, empty: bool = False) -> tuple[Action, ...]:
     actions = []
     for i, item in enumerate(f.opt_list(entry, "actions", path)):
         apath = f.join(f.join(path, "actions"), i)
@@ -301,6 +303,6 @@ def _parse_actions(entry: f.JSONMap, path: str) -> tuple[Action, ...]:
             raise PolicyError(
                 f"{alone} action can only be specified standalone", f.join(path, "actions")
             )
-    if not actions:
+    if not actions and not empty:
         raise PolicyError("at least one action is required", f.join(path, "actions"))
     return tuple(actions)

@@ -51,7 +51,9 @@ RESOURCES = [
     # stored only (nothing enforces them): the install's NetworkPolicies apply with kubectl
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
 ]  # fmt: skip
-STATUS_SUBRESOURCE = frozenset({"machineconfigpools", "machineconfignodes", "pinnedimagesets"})
+STATUS_SUBRESOURCE = frozenset(
+    {"machineconfigpools", "machineconfignodes", "pinnedimagesets", "machineconfigurations"}
+)
 """Custom resources with ``subresources.status``: the main resource ignores status
 changes, ``/status`` changes only status, and a spec change bumps ``metadata.generation``."""
 
