@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable
 
 from mcd.host.accounts.passwd import Accounts
@@ -59,13 +60,22 @@ def _write_files(
             raise HostError(e.detail) from e
         fsops.target_path(root, file.path)  # refuse escapes before anything is written
         prepared.append((file, data, accounts.ownership(file)))
+    # each file's rename is made durable with one fsync of its directory after the last
+    # file, not one per file: until the step is recorded done, a crash writes them all again
+    directories: dict[str, str] = {}
     for count, (file, data, owner) in enumerate(prepared, 1):
         log.info("Writing file %s", goquote(file.path))
         try:
             backups.preserve(file.path)
-            fsops.write_file(root, file.path, data, file.effective_mode, owner)
+            fsops.write_file(root, file.path, data, file.effective_mode, owner, sync_dir=False)
+            directories.setdefault(os.path.dirname(fsops.target_path(root, file.path)), file.path)
             if on_written is not None:
                 on_written(count)
         except OSError as e:  # ENOSPC, EROFS, EDQUOT...: name the file, not just the errno
             raise HostError(f"failed to write file {goquote(file.path)}: {e.strerror or e}") from e
+    for directory, path in directories.items():
+        try:
+            fsops.fsync_dir(directory)
+        except OSError as e:
+            raise HostError(f"failed to write file {goquote(path)}: {e.strerror or e}") from e
     return len(prepared)
