@@ -210,7 +210,7 @@ def test_the_alert_query_is_kept_a_while_and_an_error_says_why() -> None:
             raise OSError("[Errno 111] Connection refused")
         return answer(("DiskFull", "firing"))
 
-    query = AlertQuery(ttl=10, clock=lambda: now[0], fetch=fetch)
+    query = AlertQuery(ttl=10, error_ttl=30, clock=lambda: now[0], fetch=fetch)
     gate = AlertGate("http://prom:9090/")
     assert query(gate) == (("DiskFull",), "")
     assert query(AlertGate("http://prom:9090/", "Disk")) == ((), "")  # the same answer
@@ -220,6 +220,10 @@ def test_the_alert_query_is_kept_a_while_and_an_error_says_why() -> None:
     query(gate)
     now[0] = 22
     assert query(gate) == ((), "[Errno 111] Connection refused")
+    now[0] = 50  # an error is kept longer (it holds: the safe side)
+    assert query(gate) == ((), "[Errno 111] Connection refused") and len(asked) == 3
+    now[0] = 53
+    assert query(gate) == (("DiskFull",), "")
 
 
 def test_pods_that_ended_do_not_block() -> None:
@@ -353,7 +357,7 @@ def test_firing_alerts_and_a_silent_prometheus_hold_the_pool_then_release() -> N
             raise got
         return got
 
-    step, writer, _kube = step_with({}, alerts=AlertQuery(ttl=0, fetch=fetch))
+    step, writer, _kube = step_with({}, alerts=AlertQuery(ttl=0, error_ttl=0, fetch=fetch))
     pool = gated_pool({"alerts": {"prometheusURL": "http://prom:9090", "filter": "Watchdog"}})
 
     def plan(hold: str, gated: Any) -> Rollout:

@@ -1,8 +1,9 @@
 """Prometheus' active alerts for the alert gate (kured's ``ActiveAlerts``): the instant query
-``ALERTS`` at ``prometheusURL``, its answer kept ``ttl`` seconds per URL (a pass every two
-seconds asks once in a while; pools naming the same Prometheus share the answer). A request
-waits at most ``timeout`` seconds; an error is kept as long as an answer, so a Prometheus that
-does not answer costs a pass at most ``timeout`` every ``ttl``."""
+``ALERTS`` at ``prometheusURL``, asked afresh before the pass that would disrupt a node (its
+answer is kept ``ttl`` seconds per URL, so the pools of one pass that name the same Prometheus
+share it). A request waits at most ``timeout`` seconds; an error (which holds the pools) is
+kept ``error_ttl`` seconds, so a Prometheus that does not answer costs a pass at most
+``timeout`` every ``error_ttl``."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def query_url(base: str) -> str:
 
 @dataclass
 class AlertQuery:
-    ttl: float = 10.0
+    ttl: float = 1.0
+    error_ttl: float = 10.0
     timeout: float = 3.0
     clock: Callable[[], float] = time.monotonic
     fetch: Fetch = fetch_json
@@ -56,7 +58,7 @@ class AlertQuery:
         now = self.clock()
         with self._lock:
             kept = self._answers.get(url)
-        if kept is None or now - kept[0] >= self.ttl:
+        if kept is None or now - kept[0] >= (self.error_ttl if kept[2] else self.ttl):
             try:
                 answer, error = self.fetch(url, self.timeout), ""
             except (OSError, ValueError) as e:  # refused, timed out, not JSON
