@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mcd.cluster.api import ApiError
 from mcd.controller.holds.prometheus import AlertQuery, query_url
-from mcd.controller.holds.step import HoldStep
+from mcd.controller.holds.step import MAX_CHECKS, HoldStep
 from mcd.model.holds.gates import (
     ALERTS_FIRING,
     BLOCKING_PODS,
@@ -393,3 +393,14 @@ def test_a_bad_gate_holds_the_pool_and_a_pool_without_gates_has_no_condition() -
     assert free.targets == ("a",)
     assert report(step, plain, free, conditions) == {}
     assert writer.of("event")[0][0] == "InvalidPolicy"
+
+
+def test_at_most_max_checks_nodes_are_listed_a_pass_the_rest_wait() -> None:
+    step, _writer, kube = step_with({})
+    pool = gated_pool({"blockingPods": "app=db"})
+    pool["spec"] = {**POOL["spec"], "maxUnavailable": "100%"}
+    nodes = views(*(f"n{i:02}" for i in range(MAX_CHECKS + 5)))
+    rollout = step.plan(pool, lambda h, g: plan_rollout(pool, nodes, hold=h, gated=g))
+    assert len(rollout.targets) == len(kube.asked) == MAX_CHECKS
+    assert set(rollout.targets) == set(kube.asked)
+    assert len(rollout.waiting) == 5 and not set(rollout.waiting) & set(rollout.targets)

@@ -79,6 +79,24 @@ def costs_of(
     return out
 
 
+def disrupted(rollout: Rollout) -> tuple[str, ...]:
+    """The nodes the rollout disrupts now: its targets, and its OS reboots where the rollout
+    schedules them (issue 44 items 1-2, ``Rollout.reboots``): both pass the same gates."""
+    return rollout.targets + tuple(getattr(rollout, "reboots", ()))
+
+
+def _without(rollout: Rollout, names: set[str]) -> Rollout:
+    """The rollout with ``names`` taken off what it disrupts now (they wait)."""
+    changes: dict[str, Any] = {
+        "targets": tuple(t for t in rollout.targets if t not in names),
+        "waiting": rollout.waiting + tuple(t for t in rollout.targets if t in names),
+    }
+    reboots = getattr(rollout, "reboots", None)
+    if reboots is not None:
+        changes["reboots"] = tuple(t for t in reboots if t not in names)
+    return replace(rollout, **changes)
+
+
 @dataclass
 class HoldStep:
     writer: PoolWriter
@@ -121,7 +139,7 @@ class HoldStep:
             return rollout
         checked: set[str] = set()
         while True:
-            due = [t for t in rollout.targets if t not in checked]
+            due = [t for t in disrupted(rollout) if t not in checked]
             if not due or len(checked) >= MAX_CHECKS:
                 break
             found = False
@@ -138,10 +156,9 @@ class HoldStep:
             if not found:
                 break
             rollout = plan(hold, fresh)
-        unchecked = [t for t in rollout.targets if t not in checked]
+        unchecked = [t for t in disrupted(rollout) if t not in checked]
         if unchecked:  # the check budget ran out: they wait for a later pass
-            rollout = replace(rollout, targets=tuple(t for t in rollout.targets if t in checked),
-                              waiting=rollout.waiting + tuple(unchecked))  # fmt: skip
+            rollout = _without(rollout, set(unchecked))
         waiting = set(rollout.waiting)
         for node in [n for n in store if n not in waiting]:
             del store[node]  # updated, or gone: no longer blocked
