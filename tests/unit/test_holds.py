@@ -5,10 +5,12 @@ rollout's holds, and the controller step that lists pods and names the hold."""
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from mcd.controller.holds.step import MAX_CHECKS, HoldStep
 from mcd.model.holds.gates import (
     ALERTS_FIRING,
     BLOCKING_PODS,
+    GATE_KEYS,
     HELD,
     PROMETHEUS_UNREACHABLE,
     AlertGate,
@@ -30,10 +33,13 @@ from mcd.model.holds.gates import (
 )
 from mcd.model.holds.selector import SelectorSyntaxError, parse_selector
 from mcd.model.planning.plan import Cost
+from mcd.model.pool.canary import _KEYS as POLICY_KEYS
 from mcd.model.pool.canary import POLICY_ANNOTATION, parse_policy
 from mcd.model.pool.pools import NodeView, selector_matches
 from mcd.model.pool.rollout import HELD as ROLLOUT_HELD
 from mcd.model.pool.rollout import Rollout, calculate_status, condition, plan_rollout
+from mcd.model.pool.windows import WINDOW_ANNOTATION, parse_window
+from tests.readme import sh_blocks
 from tests.unit.test_controller_sync import Writer
 
 Obj = dict[str, Any]
@@ -404,3 +410,18 @@ def test_at_most_max_checks_nodes_are_listed_a_pass_the_rest_wait() -> None:
     assert len(rollout.targets) == len(kube.asked) == MAX_CHECKS
     assert set(rollout.targets) == set(kube.asked)
     assert len(rollout.waiting) == 5 and not set(rollout.waiting) & set(rollout.targets)
+
+
+def test_the_readmes_kured_example_parses() -> None:
+    """README "Replacing kured": the annotations of its command block, as the controller reads
+    them (the gates, the window; the OS reboot keys are the rollout policy's too)."""
+    (block,) = sh_blocks("Replacing kured")
+    words = shlex.split(block.replace("\\\n", " "))
+    values = dict(w.split("=", 1) for w in words if w.startswith("mcd-project.github.io/"))
+    policy = yaml.safe_load(values[POLICY_ANNOTATION])
+    assert set(policy) <= POLICY_KEYS | {"osReboots", "osRebootInterval"}
+    gates = parse_gates(json.dumps({k: v for k, v in policy.items() if k in GATE_KEYS}))
+    assert gates is not None and gates.blocking_pods and gates.alerts is not None
+    assert gates.alerts.counts("KubeNodeNotReady", "firing")
+    assert not gates.alerts.counts("Watchdog", "firing")
+    assert parse_window(values[WINDOW_ANNOTATION]).days == (5, 6)
