@@ -179,7 +179,10 @@ def test_firing_alerts_hold_the_pool_until_they_resolve(
                  "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}]}], RULES)  # fmt: skip
     ctl: ControllerProc | None = None
     try:
-        names = lambda: {a["labels"]["alertname"] for a in prom.alerts()}  # noqa: E731
+
+        def names() -> set[str]:
+            return {a["labels"]["alertname"] for a in prom.alerts()}
+
         wait(lambda: names() == {"Watchdog", "DatabaseBackupRunning"}, 60,
              "both alerts firing in Prometheus", prom.log)  # fmt: skip
         policy = {"alerts": {"prometheusURL": prom.url(""), "filter": "^Watchdog$"}}

@@ -404,7 +404,7 @@ def test_a_bad_gate_holds_the_pool_and_a_pool_without_gates_has_no_condition() -
 def test_at_most_max_checks_nodes_are_listed_a_pass_the_rest_wait() -> None:
     step, _writer, kube = step_with({})
     pool = gated_pool({"blockingPods": "app=db"})
-    pool["spec"] = {**POOL["spec"], "maxUnavailable": "100%"}
+    pool["spec"] = {"configuration": {"name": V1}, "maxUnavailable": "100%"}
     nodes = views(*(f"n{i:02}" for i in range(MAX_CHECKS + 5)))
     rollout = step.plan(pool, lambda h, g: plan_rollout(pool, nodes, hold=h, gated=g))
     assert len(rollout.targets) == len(kube.asked) == MAX_CHECKS

@@ -102,9 +102,9 @@ def _pool(
         stopped = "max-unavailable"
     elif left and _window_closed(pool):
         stopped = "window"
-    held = condition(status.get("conditions") or [], HELD)  # a gate of the rollout policy
-    held = held if held and held.get("status") == "True" else None
-    if held and not stopped and held.get("reason") != BLOCKING_PODS:  # those: the next goes
+    gated = condition(status.get("conditions") or [], HELD)  # a gate of the rollout policy
+    gated = gated if gated and gated.get("status") == "True" else None
+    if gated and not stopped and gated.get("reason") != BLOCKING_PODS:  # those: the next goes
         stopped = "held"
     alerts: list[Alert] = []
     steps: list[tuple[int, str]] = []
@@ -114,8 +114,8 @@ def _pool(
         found = condition(status.get("conditions") or [], kind)
         if found and found.get("status") == "True" and found.get("message"):
             notes.append(f"{kind}: {_short(str(found['message']))}")
-    if held:
-        steps.append((45, f"kubectl describe mcp {name}   (RolloutHeld: {held.get('reason')}; "
+    if gated:
+        steps.append((45, f"kubectl describe mcp {name}   (RolloutHeld: {gated.get('reason')}; "
                           f"{RUNBOOK}{HELD_RUNBOOK})"))  # fmt: skip
     for view in views:
         agent = agents.get(view.name) if agents is not None else None

@@ -180,7 +180,7 @@ def _alerts(value: object) -> AlertGate:
         if not isinstance(flag, bool):
             raise GateError(f"alerts.{key}", f"expected true or false, got {_short(flag)}")
         flags[key] = flag
-    return AlertGate(url, pattern, flags["matchOnly"], flags["firingOnly"])
+    return AlertGate(str(url), pattern, flags["matchOnly"], flags["firingOnly"])
 
 
 def _short(value: object) -> str:
