@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -56,10 +57,14 @@ RELEASED = "RolloutHoldReleased"
 def pool_gates(pool: Mapping[str, Any]) -> tuple[Gates | None, str]:
     """The pool's gates (None: it sets none) and why they cannot be used ('')."""
     text = ((pool.get("metadata") or {}).get("annotations") or {}).get(POLICY_ANNOTATION)
-    if text is None:
-        return None, ""
+    return (None, "") if text is None else _parsed(str(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[Gates | None, str]:
+    """:func:`parse_gates` once per annotation text (a pass reads it twice a pool)."""
     try:
-        return parse_gates(str(text)), ""
+        return parse_gates(text), ""
     except GateError as e:
         return None, str(e)
 
