@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mcd.model.pool.pools import SelectorError, name_of, primary_pool, target_of
-from mcd.model.pool.rollout import HALTED, HELD, INVALID, NODE_FAILING, PAUSED, Rollout
+from mcd.model.pool.rollout import HALTED, INVALID, NODE_FAILING, PAUSED, Rollout
 from mcd.model.vocabulary import Annotation, NodeState
 
 
@@ -45,10 +45,9 @@ PAUSE_REASONS = {
     NODE_FAILING: "node-degraded",
     INVALID: "invalid-max-unavailable",
     HALTED: "rollout-halted",
-    HELD: "rollout-held",
 }
 """``mcd_pool_paused{reason}``: why no node gets the target now (a rollout that waits for a
-free slot or a maintenance window is not paused; one a gate holds, ``rollout-held``, is)."""
+free slot or a maintenance window is not paused)."""
 NODE_STATES: tuple[str, ...] = tuple(
     str(s)
     for s in (NodeState.DONE, NodeState.WORKING, NodeState.DEGRADED, NodeState.UNRECONCILABLE)
@@ -271,7 +270,7 @@ class RolloutMetrics(Collector):
         paused = family(
             "mcd_pool_paused",
             "1 while no node gets the pool's target, with why (paused, node-degraded, "
-            "invalid-max-unavailable, rollout-halted, rollout-held); 0 with reason '' otherwise",
+            "invalid-max-unavailable); 0 with reason '' otherwise",
             ["pool", "reason"],
         )
         held = family("mcd_pool_nodes_held_by_window",
