@@ -15,6 +15,8 @@ from typing import Any
 
 from mcd.model.disruption.policy import DEFAULT_POLICIES, DisruptionPolicies
 from mcd.model.errors import ConfigError
+from mcd.model.holds.gates import HELD as GATE_HELD
+from mcd.model.holds.gates import GateError, parse_gates
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.planning.applicability import HostSupport, host_support_of
 from mcd.model.planning.plan import UpdatePlan, make_plan
@@ -274,8 +276,9 @@ def describe_pool_summary(summary: Mapping[str, str]) -> list[str]:
 
 
 def policy_summary(pool: Mapping[str, Any]) -> dict[str, str]:
-    """The pool's rollout policy (``rolloutPolicy``), its canary's state (``canary``) and,
-    while halted, why and what resumes it (``halted``); empty without a policy or a halt."""
+    """The pool's rollout policy (``rolloutPolicy``), its gates (``gates``), its canary's state
+    (``canary``), while halted, why and what resumes it (``halted``), and what a gate holds
+    (``held``); empty without a policy or a halt."""
     annotations = (pool.get("metadata") or {}).get("annotations") or {}
     conditions = (pool.get("status") or {}).get("conditions") or []
     out: dict[str, str] = {}
@@ -285,6 +288,12 @@ def policy_summary(pool: Mapping[str, Any]) -> dict[str, str]:
             out["rolloutPolicy"] = parse_policy(str(text)).describe()
         except PolicyError as e:
             out["rolloutPolicy"] = f"invalid: {e}"
+        try:
+            gates = parse_gates(str(text))
+            if gates is not None:
+                out["gates"] = gates.describe()
+        except GateError as e:
+            out["gates"] = f"invalid: {e}; the pool is held until it is fixed"
     canary = next((c for c in conditions if c.get("type") == CANARY), None)
     if canary is not None:
         out["canary"] = str(canary.get("message") or "")
@@ -297,14 +306,17 @@ def policy_summary(pool: Mapping[str, Any]) -> dict[str, str]:
             f"rollout of {target_of(pool)} halted; to resume: kubectl annotate "
             f"machineconfigpool {name} {HALT_ANNOTATION}-"
         )
+    held = next((c for c in conditions if c.get("type") == GATE_HELD), None)
+    if held is not None and held.get("status") == "True":
+        out["held"] = f"{held.get('reason')}: {held.get('message') or ''}"
     return out
 
 
 def describe_policy(summary: Mapping[str, str], aligned: bool) -> list[str]:
     """The lines of :func:`policy_summary` (``aligned``: in ``mcd status``'s column)."""
     lines = []
-    for key, label in (("rolloutPolicy", "Rollout policy"), ("canary", "Canary"),
-                       ("halted", "Halted")):  # fmt: skip
+    for key, label in (("rolloutPolicy", "Rollout policy"), ("gates", "Gates"),
+                       ("canary", "Canary"), ("halted", "Halted"), ("held", "Held")):  # fmt: skip
         if summary.get(key):
             head = f"{label}:"
             lines.append(f"{head:<17}{summary[key]}" if aligned else f"{head} {summary[key]}")

@@ -26,13 +26,14 @@ from mcd.controller import drainorder
 from mcd.controller.conditions import applicability, drain, hygiene, synchronizers
 from mcd.controller.conditions.window import WindowWaits
 from mcd.controller.drain import DrainPolicy
+from mcd.controller.holds.step import HoldStep, costs_of
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import QUEUED, TAINT_BATCH, InFlight, NodeWrites
 from mcd.model.drain.budgets import released_for
 from mcd.model.drain.settings import drain_settings
-from mcd.model.planning.plan import Cost, update_cost
+from mcd.model.planning.plan import Cost
 from mcd.model.pool.canary import Gate
 from mcd.model.pool.hygiene import Membership, membership, refreshed
 from mcd.model.pool.pools import (
@@ -133,6 +134,7 @@ class Syncer:
     """Node -> (container restarts, pods crash-looping) (:class:`mcd.cluster.podhealth.
     PodRestarts`), for the pools with a rollout policy."""
     policy_step: PolicyStep | None = None
+    holds: HoldStep | None = None
     estimates: Estimates = field(default_factory=Estimates)
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     window_waits: WindowWaits = field(default_factory=WindowWaits)
@@ -176,6 +178,7 @@ class Syncer:
             self.policy_step = PolicyStep(
                 self.writer, self.pod_restarts, self.observe_pool, self.observe_node
             )
+        self.holds = self.holds or HoldStep(self.writer)
 
     def stop(self) -> None:
         """No write of this Syncer's goes out any more (:meth:`NodeWrites.cancel`)."""
@@ -240,6 +243,7 @@ class Syncer:
             set_condition(found, MAINTENANCE_WINDOW, False, "InvalidWindow", window_error, stamp)
         drain.conditions(self.writer, self.drain_blocked(), pool, views, found, stamp)
         self.policy_step.report(pool, gate, policy_error, found, stamp)
+        self.holds.report(pool, rollout, found, stamp)  # type: ignore[union-attr]
         note = self.estimates.note(PoolReport(name, rollout, status), target_of(pool),
                                    snap.membership.nodes_of(name), now.timestamp())  # fmt: skip
         if note:  # a condition of its own: Updating's message keeps upstream's words
@@ -308,25 +312,20 @@ class Syncer:
             self.pending.add(name_of(pool))
 
     def _roll_out(
-        self,
-        pool: Obj,
-        views: list[NodeView],
-        snap: Snapshot,
-        window: WindowState | None,
-        latest: dict[str, Mapping[str, Any]],
-        gate: Gate | None = None,
-        policy_error: str = "",
-    ) -> Rollout:
+        self, pool: Obj, views: list[NodeView], snap: Snapshot, window: WindowState | None,
+        latest: dict[str, Mapping[str, Any]], gate: Gate | None = None, policy_error: str = "",
+    ) -> Rollout:  # fmt: skip
         name, target = name_of(pool), target_of(pool)
         costs: dict[str, Cost | None] = {}
-        rebootless_anytime = True
+        rebootless_anytime, holds = True, self.holds or HoldStep(self.writer)
         if window is not None and not window.open:
             text = ((pool.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
             try:
                 rebootless_anytime = parse_window(str(text)).rebootless_anytime
             except WindowError:
                 rebootless_anytime = False
-            costs = {v.name: update_cost(snap.configs, v.current, target) for v in views}
+        if (window is not None and not window.open) or holds.applies(pool):
+            costs = costs_of(snap.configs, views, target)  # what waits for a window or a gate
         released = self.drain_released()
         if released:
             members = [latest.get(v.name) or {} for v in views]
@@ -337,13 +336,13 @@ class Syncer:
             views = [NodeView.of(latest.get(v.name) or {}) if v.name in released else v
                      for v in views]  # fmt: skip
         forecast = self.drain_forecast() if any(v.desired != target for v in views) else {}
-        rollout = plan_rollout(
+        rollout = holds.plan(pool, lambda hold, gated: plan_rollout(  # the gates' one place
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
             drain_blocked=forecast,
             released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
             halted=bool(policy_error) or (gate is not None and gate.halted),
-            only=gate.only if gate is not None else None,
-        )  # fmt: skip
+            only=gate.only if gate is not None else None, hold=hold, gated=gated,
+        ))  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
 

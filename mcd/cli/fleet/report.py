@@ -29,6 +29,7 @@ from mcd.cli.fleet.shapes import (
 )
 from mcd.model.drain.report import DRAIN_BLOCKED
 from mcd.model.drain.settings import drain_settings
+from mcd.model.holds.gates import BLOCKING_PODS, HELD
 from mcd.model.node.health import STATE_ANNOTATION
 from mcd.model.pool.canary import HALT_ANNOTATION, HALTED
 from mcd.model.pool.pools import NodeView, name_of, nodes_for_pool, target_of
@@ -53,6 +54,7 @@ Obj = dict[str, Any]
 NO_PROGRESS_SECONDS = 1800
 REBOOT_FAILED = ("reboot command failed", "Failed to reboot?")
 REASON_WIDTH = 160
+HELD_RUNBOOK = "gates-blocking-pods-and-prometheus-alerts-rolloutheld"
 
 
 def _status(pool: Obj, kind: str) -> str:
@@ -100,14 +102,21 @@ def _pool(
         stopped = "max-unavailable"
     elif left and _window_closed(pool):
         stopped = "window"
+    gated = condition(status.get("conditions") or [], HELD)  # a gate of the rollout policy
+    gated = gated if gated and gated.get("status") == "True" else None
+    if gated and not stopped and gated.get("reason") != BLOCKING_PODS:  # those: the next goes
+        stopped = "held"
     alerts: list[Alert] = []
     steps: list[tuple[int, str]] = []
     notes: list[str] = []
     # Degraded and NodeDegraded repeat the nodes' reasons, which the node lines below give
-    for kind in (UPDATING, RENDER_DEGRADED, DRAIN_BLOCKED):
+    for kind in (UPDATING, RENDER_DEGRADED, DRAIN_BLOCKED, HELD):
         found = condition(status.get("conditions") or [], kind)
         if found and found.get("status") == "True" and found.get("message"):
             notes.append(f"{kind}: {_short(str(found['message']))}")
+    if gated:
+        steps.append((45, f"kubectl describe mcp {name}   (RolloutHeld: {gated.get('reason')}; "
+                          f"{RUNBOOK}{HELD_RUNBOOK})"))  # fmt: skip
     for view in views:
         agent = agents.get(view.name) if agents is not None else None
         if agent is not None and not agent.running:

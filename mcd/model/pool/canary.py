@@ -41,7 +41,7 @@ from mcd.model.text import selector_string
 
 POLICY_ANNOTATION = "mcd-project.github.io/rollout-policy"
 HALT_ANNOTATION = "mcd-project.github.io/rollout-halted"
-_KEYS = frozenset({"canary", "soak", "maxUnhealthy", "crashLoopRestarts"})
+_KEYS = frozenset({"canary", "soak", "maxUnhealthy", "crashLoopRestarts", "blockingPods", "alerts"})
 _PERCENT = re.compile(r"^(\d{1,3})%$")
 
 # the pool conditions this module decides

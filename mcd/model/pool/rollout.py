@@ -53,6 +53,8 @@ HALTED = "halted"
 """The pool's rollout policy halted it (:mod:`mcd.model.pool.canary`)."""
 CANARY_WAVE = "canary"
 """Only the canary wave may get the target now (it updates or soaks)."""
+HELD = "held"
+"""A gate of the rollout policy holds every node that could go (:mod:`mcd.model.holds`)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Rollout:
     last: tuple[str, ...] = ()
     """Of the waiting nodes, those put last: a budget would block their drain now, or their
     drain timed out (released)."""
+    gated: tuple[str, ...] = ()
+    """Of the waiting nodes, those a gate held back now (``hold`` or ``gated``)."""
 
 
 def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
@@ -93,6 +97,8 @@ def plan_rollout(
     released: Collection[str] = (),
     halted: bool = False,
     only: Collection[str] | None = None,
+    hold: str = "",
+    gated: Collection[str] = (),
 ) -> Rollout:
     """The nodes to move to the pool's target config now.
 
@@ -102,6 +108,8 @@ def plan_rollout(
     (upstream order within each group); nodes whose drain timed out (``released``) are
     taken only once no other node waits. ``halted`` (the rollout policy halted the pool)
     stops the rollout like ``paused``; ``only`` limits the candidates to a canary wave.
+    A gate (:mod:`mcd.model.holds`) holds the candidates whose update drains or reboots (by
+    ``costs``; unknown: it does): all of them while ``hold`` says why, and those ``gated``.
     """
     target = target_of(pool)
     if not target:
@@ -138,10 +146,17 @@ def plan_rollout(
         held = [n.name for n in candidates + stranded if _held(n, costs, rebootless_anytime)]
         candidates = [n for n in candidates if n.name not in held]
         stranded = [n for n in stranded if n.name not in held]
+    stopped: list[str] = []
+    if hold or gated:
+        stopped = [n.name for n in candidates + stranded
+                   if (hold or n.name in gated) and _held(n, costs, True)]  # fmt: skip
+        candidates = [n for n in candidates if n.name not in stopped]
+        stranded = [n for n in stranded if n.name not in stopped]
     ordered, last = drain_order(candidates, drain_blocked or {}, released)
     free = upstream_order(stranded)
     if capacity <= 0 and not free:
-        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last)
+        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last,
+                       gated=tuple(stopped))  # fmt: skip
     chosen = free + ordered[: max(capacity, 0)]
     chosen_names = {n.name for n in chosen}
     blocked = ""
@@ -149,6 +164,8 @@ def plan_rollout(
         blocked = NO_CAPACITY
     elif not chosen and held:
         blocked = WINDOW
+    elif not chosen and stopped:
+        blocked = HELD
     elif not chosen and outside_wave:
         blocked = CANARY_WAVE
     return Rollout(
@@ -158,6 +175,7 @@ def plan_rollout(
         capacity=max(capacity, 0),
         blocked=blocked,
         last=tuple(n for n in last if n not in chosen_names),
+        gated=tuple(stopped),
     )
 
 
@@ -267,6 +285,8 @@ def calculate_status(
                 message += f"; stopped: {', '.join(rollout.failing)} failed to apply it"
             elif rollout is not None and rollout.blocked == HALTED:
                 message += "; halted by the rollout policy (see RolloutHalted)"
+            elif rollout is not None and rollout.blocked == HELD:
+                message += "; held by a gate of the rollout policy (see RolloutHeld)"
             elif rollout is not None and rollout.held and window is not None:
                 message += (
                     f"; {len(rollout.held)} nodes wait for the maintenance window "
