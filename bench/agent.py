@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Row, print_table, ratio_check
-from bench.host import minimal_atomic_write
+from bench.host import minimal_atomic_write, sync_dirs
 from mcd.cluster.node import annotations_of
 from mcd.model.vocabulary import Annotation
 from tests.builders import file_entry
@@ -47,7 +47,7 @@ IDLE_RSS_MB = 50.0
 """The upstream DaemonSet's memory request for the daemon container."""
 IDLE_RSS_LOAD_RATIO = 1.0
 """``make test``: idle RSS no more than the minimal watcher's (load does not change memory)."""
-UPDATE_RATIO = 2.0
+UPDATE_RATIO = 1.3
 """``make bench``: a 100-file rebootless update within this many times the minimal script."""
 UPDATE_LOAD_RATIO = 8.0
 """``make test``: the same, with headroom for a loaded machine. Both sides pay the same
@@ -189,8 +189,10 @@ def _minimal_update(
     obj = cluster.kube.request("GET", _mc_path(name))
     files = obj["spec"]["config"]["storage"]["files"]
     changed = [f for f in files if had.get(f["path"]) != f]
+    synced: set[str] = set()
     for f in changed:
-        minimal_atomic_write(root, f["path"], _decode(f), f.get("mode", 0o644))
+        minimal_atomic_write(root, f["path"], _decode(f), f.get("mode", 0o644), synced)
+    sync_dirs(synced)
     if verify:
         for f in files:
             with open(root + f["path"], "rb") as fh:
