@@ -82,6 +82,16 @@ class Served:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    def head(self, path: str, headers: dict[str, str]) -> int:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        port = int(self.url.rsplit(":", 1)[1])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=20, context=context)
+        try:
+            conn.request("HEAD", path, headers=headers)
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
     def get(self, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
         context = ssl.create_default_context(cafile=str(self.ca))
         port = int(self.url.rsplit(":", 1)[1])
