@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from mcd.controller.joining.labels import APPLIED, FIRST_PIVOT, booted_pool, pool_labels
+from mcd.controller.joining.labels import (
+    APPLIED,
+    FIRST_PIVOT,
+    CustomPoolLabels,
+    booted_pool,
+    custom_owner,
+    pool_labels,
+)
 
 Obj = dict[str, Any]
 
@@ -35,7 +42,8 @@ def _node(**annotations: str) -> Obj:
 )
 def test_booted_pool(owner: str | None, annotations: dict[str, str], expected: str) -> None:
     configs = {"rendered-x-1": _config(owner)}
-    assert booted_pool(_node(**annotations), configs.get) == expected
+    owner_of = lambda n: custom_owner(configs[n]) if n in configs else ""  # noqa: E731
+    assert booted_pool(_node(**annotations), owner_of) == expected
 
 
 def test_pool_labels_follow_upstreams_derivation() -> None:
@@ -56,3 +64,41 @@ def test_pool_labels_follow_upstreams_derivation() -> None:
         "gpu": "",
     }
     assert pool_labels({"metadata": {"name": "p"}, "spec": {}}) == {}
+
+
+class _Kube:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, Obj]] = []
+
+    def request(self, method: str, path: str, body: Obj, content_type: str) -> Obj:
+        self.requests.append((method, path, body))
+        return {"metadata": {"name": path.rsplit("/", 1)[1], **body["metadata"]}}
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.kube = _Kube()
+        self.writes = 0
+
+
+def test_the_labeller_writes_a_custom_booted_node_once_and_leaves_the_rest() -> None:
+    writer = _Writer()
+    seen: list[Obj] = []
+    labeller = CustomPoolLabels(writer, seen.append)  # type: ignore[arg-type]
+    role = "node-role.kubernetes.io/infra"
+    pools: list[Obj] = [{"metadata": {"name": "infra"}, "spec": {"nodeSelector": {"matchLabels": {role: ""}}}},
+             {"metadata": {"name": "bare"}, "spec": {"nodeSelector": {}}}]  # fmt: skip
+    configs = {"rendered-infra-1": _config("infra"), "rendered-bare-1": _config("bare"),
+               "rendered-worker-1": _config("worker")}  # fmt: skip
+    nodes: list[Obj] = [
+        {"metadata": {"name": "joined", "annotations": {FIRST_PIVOT: "rendered-infra-1"}}},
+        {"metadata": {"name": "labelled", "labels": {role: ""},
+                      "annotations": {FIRST_PIVOT: "rendered-infra-1"}}},
+        {"metadata": {"name": "bare", "annotations": {FIRST_PIVOT: "rendered-bare-1"}}},
+        {"metadata": {"name": "worker", "annotations": {FIRST_PIVOT: "rendered-worker-1"}}},
+        {"metadata": {"name": "old"}},
+    ]  # fmt: skip
+    assert labeller(nodes, pools, configs.get) == ["joined"]
+    assert writer.kube.requests == [("PATCH", "/api/v1/nodes/joined", {"metadata": {
+        "labels": {role: ""}, "annotations": {APPLIED: ""}}})]  # fmt: skip
+    assert writer.writes == 1 and [n["metadata"]["name"] for n in seen] == ["joined"]

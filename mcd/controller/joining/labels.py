@@ -32,18 +32,22 @@ APPLIED = "machineconfiguration.openshift.io/customPoolLabelsApplied"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def booted_pool(node: Mapping[str, Any], configs: Callable[[str], Obj | None]) -> str:
-    """The custom pool ``node`` booted into, or "" (upstream ``isCustomPoolBootedNode``)."""
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
-    if APPLIED in annotations:
-        return ""
-    first = str(annotations.get(FIRST_PIVOT) or "")
-    config = configs(first) if first else None
-    if config is None:
-        return ""
+def custom_owner(config: Mapping[str, Any]) -> str:
+    """The custom pool owning a rendered config (its first owner), or "" for ``master``,
+    ``worker`` or none."""
     owners = (config.get("metadata") or {}).get("ownerReferences") or []
     pool = str(owners[0].get("name") or "") if owners else ""
     return "" if pool in (MASTER, WORKER) else pool
+
+
+def booted_pool(node: Mapping[str, Any], owner_of: Callable[[str], str]) -> str:
+    """The custom pool ``node`` booted into, or "" (upstream ``isCustomPoolBootedNode``);
+    ``owner_of``: a rendered config's :func:`custom_owner` by name ("" when unknown)."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    first = str(annotations.get(FIRST_PIVOT) or "")
+    if APPLIED in annotations or not first:
+        return ""
+    return owner_of(first)
 
 
 def pool_labels(pool: Mapping[str, Any]) -> dict[str, str]:
@@ -71,22 +75,36 @@ class CustomPoolLabels:
     def __init__(self, writer: PoolWriter, observe: Callable[[Obj], None] | None = None) -> None:
         self.writer = writer
         self.observe = observe
+        self._owners: dict[str, str] = {}
 
     def __call__(
         self, nodes: Iterable[Obj], pools: Iterable[Obj], configs: Callable[[str], Obj | None]
     ) -> list[str]:
         """The nodes labelled now (a failure is logged; the next pass tries again);
         ``configs``: a rendered config by name (the informer's cache)."""
-        by_name = {name_of(p): p for p in pools}
+        by_name: dict[str, Obj] | None = None
         done = []
         for node in nodes:
-            pool_name = booted_pool(node, configs)
-            pool = by_name.get(pool_name) if pool_name else None
-            if pool is None:
+            pool_name = booted_pool(node, lambda name: self._owner(name, configs))
+            if not pool_name:
                 continue
-            if self._apply(node, pool):
+            if by_name is None:
+                by_name = {name_of(p): p for p in pools}
+            pool = by_name.get(pool_name)
+            if pool is not None and self._apply(node, pool):
                 done.append(name_of(node))
         return done
+
+    def _owner(self, name: str, configs: Callable[[str], Obj | None]) -> str:
+        """A rendered config's custom owner, kept (a rendered config never changes; every
+        node that joined through ``mcd server`` keeps its ``firstPivotConfig``)."""
+        owner = self._owners.get(name)
+        if owner is None:
+            config = configs(name)
+            if config is None:
+                return ""
+            owner = self._owners[name] = custom_owner(config)
+        return owner
 
     def _apply(self, node: Obj, pool: Obj) -> bool:
         name, pool_name = name_of(node), name_of(pool)
