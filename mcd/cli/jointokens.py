@@ -1,6 +1,6 @@
 """``mcd join-token list`` and ``revoke``: the join tokens read back, as an operator sees
-them (node, pool, expiry, use; never a token or its hash), and deleted before their use.
-``create`` (issuing) is in :mod:`mcd.cli.server`."""
+them (pool, the nodes served, uses and uses left, expiry; never a token or its hash), and
+deleted before their use. ``create`` (issuing) is in :mod:`mcd.cli.server`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ def token_options(f: Callable[..., None]) -> Callable[..., None]:
     return kube_options(f)
 
 
+def _nodes(t: TokenInfo) -> str:
+    """The nodes a token served (a pool-scoped token's: from their Nodes; an address in
+    parentheses for a use whose node has not registered yet), or the node it names."""
+    if t.node:
+        return t.node
+    served = [u.get("node") or f"({u.get('from', '').rsplit(':', 1)[0] or '?'})" for u in t.uses]
+    return ",".join(served) or "-"
+
+
 def token_rows(tokens: list[TokenInfo], now: datetime) -> list[dict[str, str]]:
     """One row per token, the columns ``join-token list`` prints (never a token or a hash)."""
     rows = []
@@ -36,13 +45,15 @@ def token_rows(tokens: list[TokenInfo], now: datetime) -> list[dict[str, str]]:
         else:
             expires = f"in {human_duration((t.expires - now).total_seconds())}"
         used = "no"
-        if t.used and t.used_at:
+        if t.uses and t.used_at:
             used = f"{human_duration((now - t.used_at).total_seconds())} ago"
-        elif t.used:
+        elif t.uses:
             used = "yes"
         rows.append({
-            "ID": t.token_id, "NODE": t.node, "POOL": t.pool, "EXPIRES": expires,
-            "USED": used, "FROM": t.used_from.rsplit(":", 1)[0] if t.used_from else "-",
+            "ID": t.token_id, "POOL": t.pool, "NODES": _nodes(t),
+            "USES": f"{len(t.uses)}/{t.limit}", "REMAINING": str(t.remaining),
+            "EXPIRES": expires, "USED": used,
+            "FROM": t.used_from.rsplit(":", 1)[0] if t.used_from else "-",
         })  # fmt: skip
     return rows
 
@@ -51,12 +62,13 @@ def token_rows(tokens: list[TokenInfo], now: datetime) -> list[dict[str, str]]:
 @token_options
 @output_option()
 def join_token_list(kubeconfig: str | None, namespace: str) -> None:
-    """The join tokens: node, pool, expiry, whether and where from each was used."""
+    """The join tokens: pool, the nodes each served (or the node it names), uses taken and
+    left, expiry, when and where from it was last used."""
     from mcd.cluster.api import ApiError, ConfigurationError, Kube  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore  # noqa: PLC0415
+    from mcd.server.tokenstore import TokenStore  # noqa: PLC0415
 
     try:
-        tokens = TokenStore(Kube(connect(kubeconfig)), namespace).all()
+        tokens = TokenStore(Kube(connect(kubeconfig)), namespace).all(nodes=True)
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot list the join tokens: {e}")
     if not tokens and output_format() in ("", "wide"):
@@ -74,17 +86,17 @@ def join_token_list(kubeconfig: str | None, namespace: str) -> None:
     )
 
 
-TOKEN_COLUMNS = ("ID", "NODE", "POOL", "EXPIRES", "USED", "FROM")
+TOKEN_COLUMNS = ("ID", "POOL", "NODES", "USES", "REMAINING", "EXPIRES", "USED", "FROM")
 
 
 @click.command("revoke")
 @click.argument("node_or_id")
 @token_options
 def join_token_revoke(node_or_id: str, kubeconfig: str | None, namespace: str) -> None:
-    """Revoke a join token by its ID, or every token of a NODE: its Secret is deleted, so
-    the server refuses it from then on."""
+    """Revoke a join token by its ID, or every token issued for a NODE: its Secret is
+    deleted, so the server refuses it from then on (a pool-scoped token: every use left)."""
     from mcd.cluster.api import ApiError, ConfigurationError, Kube  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore  # noqa: PLC0415
+    from mcd.server.tokenstore import TokenStore  # noqa: PLC0415
 
     try:
         store = TokenStore(Kube(connect(kubeconfig)), namespace)
@@ -97,6 +109,7 @@ def join_token_revoke(node_or_id: str, kubeconfig: str | None, namespace: str) -
             except ApiError as e:
                 if e.status != 404:
                     raise
-            click.echo(f"join token {t.token_id} for node {t.node}, pool {t.pool}: revoked")
+            whom = f"node {t.node}" if t.node else f"{t.remaining} of {t.limit} uses left"
+            click.echo(f"join token {t.token_id} for {whom}, pool {t.pool}: revoked")
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot revoke the join token: {e}")

@@ -109,7 +109,8 @@ def server_command(
 
 @click.group("join-token")
 def join_token_group() -> None:
-    """Issue one-use tokens a new node fetches its pool's config with; list and revoke them."""
+    """Issue tokens new nodes fetch their pool's config with (one node, or up to N nodes of a
+    pool); list and revoke them."""
 
 
 join_token_group.add_command(join_token_list)
@@ -154,8 +155,12 @@ def _https_problem(server: str) -> str | None:
 
 
 @join_token_group.command("create")
-@click.argument("node")
-@click.option("--pool", required=True, help="The pool the node joins.")
+@click.argument("node", required=False, default="")
+@click.option("--pool", required=True, help="The pool the node (or nodes) join.")
+@click.option(
+    "--uses", type=click.IntRange(1, 500),
+    help="A pool-scoped token, no NODE: up to this many nodes may join with it.",
+)  # fmt: skip
 @click.option("--ttl", default="1h", show_default=True, callback=_ttl, help="At most 7 days.")
 @click.option("--server", "server_url", help="The server's URL (https://HOST:22623).")
 @click.option(
@@ -168,6 +173,7 @@ def _https_problem(server: str) -> str | None:
 def join_token_create(
     node: str,
     pool: str,
+    uses: int | None,
     ttl: timedelta,
     server_url: str | None,
     ca: Path | None,
@@ -175,19 +181,24 @@ def join_token_create(
     namespace: str,
     token_only: bool,
 ) -> None:
-    """Issue a token for NODE to fetch POOL's config once; print the pointer Ignition config."""
+    """Issue a token for NODE to fetch POOL's config once, or (--uses N, no NODE) for up to
+    N nodes of POOL, as an autoscaling group's shared launch template needs; print the
+    pointer Ignition config."""
     from mcd.cli.output import exact_duration  # noqa: PLC0415
     from mcd.cluster.api import ApiError, ConfigurationError, Kube  # noqa: PLC0415
     from mcd.cluster.pools import POOLS  # noqa: PLC0415
-    from mcd.server.tokens import TokenStore, issue, pool_name_problem  # noqa: PLC0415
+    from mcd.server.tokens import issue, pool_name_problem  # noqa: PLC0415
+    from mcd.server.tokenstore import TokenStore  # noqa: PLC0415
 
+    if bool(node) == bool(uses):
+        raise click.UsageError("give NODE (one node, one use) or --uses N (a pool's nodes)")
     if not token_only and not server_url:
         raise click.UsageError("--server is needed for the pointer config (or --token-only)")
     problem = (_https_problem(server_url) if server_url else None) or pool_name_problem(pool)
     if problem:
         fail(problem if problem.startswith("--server") else f"--pool {problem}", EXIT_USAGE)
     try:
-        issued = issue(node, pool, ttl, datetime.now(UTC))
+        issued = issue(node, pool, ttl, datetime.now(UTC), uses or 1)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--ttl") from e
     try:
@@ -203,9 +214,8 @@ def join_token_create(
     except (ApiError, ConfigurationError, OSError) as e:
         fail(f"cannot create the join token: {e}")
     valid = exact_duration(ttl.total_seconds())  # 1h, 1h30m: as --ttl takes it (mcd.cli.output)
-    click.echo(
-        f"join token {issued.token_id} for node {node}, pool {pool}, valid {valid}", err=True
-    )
+    whom = f"node {node}" if node else f"up to {uses} node{'s' if uses != 1 else ''}"
+    click.echo(f"join token {issued.token_id} for {whom}, pool {pool}, valid {valid}", err=True)
     if token_only:
         click.echo(issued.token)
         return

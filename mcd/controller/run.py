@@ -46,6 +46,7 @@ from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
+from mcd.controller.joining.labels import CustomPoolLabels
 from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.leadership.pacer import Pacer
 from mcd.controller.operator.machineconfiguration import MachineConfigurationSync
@@ -157,6 +158,7 @@ class Controller:
             pod_restarts=PodRestarts(self.kube).of,
         )
         self.drains.writer.event_namespace = self.namespace
+        self.joining = CustomPoolLabels(self.writer, self._observe)
         self.pacer = Pacer(self.kube, self.writer, f"{self.namespace}/{LEASE_NAME}",
                            options.take_over_from, observe_pool=self.pools.observe)  # fmt: skip
         self.pruner = AutoPrune(
@@ -316,6 +318,8 @@ class Controller:
 
     def _pass(self) -> datetime | None:
         taken = time.monotonic()
+        if self.joining(self.nodes.items(), self.pools.items(), self.configs.get):  # first
+            self.dirty.everything()  # relabelled: every pool's membership read again
         changes = self.dirty.take(taken)  # before the caches are read
         previous, self._membership = self._membership, None  # kept only by a pass that ends
         pools, paced, claimed = self.pacer.sort(self.pools.items())  # before any write

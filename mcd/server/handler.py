@@ -13,8 +13,10 @@
   ``path.Base`` of the cleaned path instead, so ``/config/x/worker`` serves ``worker``.
 * With join tokens required, a request without a valid token for that pool gets 403 and a
   log line naming why (and the token's id, never the token), before any lookup: an
-  unauthenticated client cannot tell which pools exist. HEAD checks a token without
-  using it up.
+  unauthenticated client cannot tell which pools exist. HEAD gets 403 whatever it carries
+  (no token is even looked at): it would otherwise tell a valid token from an invalid one
+  without using it up. A GET served with a token records the use, and the served
+  node-annotations file names it (``mcd-project.github.io/joined-with``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -31,7 +33,14 @@ from mcd.model.errors import ConfigError
 from mcd.model.ignition.accept import UnsupportedAcceptError, spec_version
 from mcd.model.ignition.served import Extras, served_config
 from mcd.server.source import PoolConfig, PoolNotFound
-from mcd.server.tokens import HEADER, Grant, Refused, pool_name_problem, use_record
+from mcd.server.tokens import (
+    HEADER,
+    JOINED_WITH,
+    Grant,
+    Refused,
+    pool_name_problem,
+    use_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +122,9 @@ class Handler:
             return _empty(400)
         grant = None
         if self.tokens is not None:
+            if method == "HEAD":  # the same answer for any token: HEAD never probes one
+                log.warning("Refused pool %r to address:%r: HEAD with join tokens", pool, address)
+                return _empty(403)
             try:
                 grant = self.tokens.check(headers.get(HEADER), pool, self.clock())
             except Refused as e:
@@ -128,14 +140,17 @@ class Handler:
     ) -> Response:
         try:
             found = self.source.pool_config(pool)
-            body = served_config(found.machine_config, found.name, version, self.source.extras())
+            extras = self.source.extras()
+            if grant is not None:
+                extras = replace(extras, annotations={JOINED_WITH: grant.joined_with})
+            body = served_config(found.machine_config, found.name, version, extras)
         except PoolNotFound:
             return _empty(404)
         except (ApiError, OSError, LookupError, ConfigError) as e:
             # the model's errors name fields and paths, never contents
             log.error("couldn't get config for pool %r (spec %s): %s", pool, version, e)
             return _empty(500)
-        if grant is not None and method == "GET":
+        if grant is not None:
             assert self.tokens is not None
             try:
                 record = use_record(address, agent, found.name, version, self.clock())
@@ -147,8 +162,9 @@ class Handler:
                 log.error("couldn't mark join token %s used: %s", grant.token_id, e)
                 return _empty(500)
             log.info(
-                "Served %s (spec %s) to node %r with join token %s, address:%r",
-                found.name, version, grant.node, grant.token_id, address,
+                "Served %s (spec %s) to %s with join token %s (use %s), address:%r",
+                found.name, version, f"node {grant.node!r}" if grant.node else "a node",
+                grant.token_id, grant.use_id, address,
             )  # fmt: skip
         headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         return Response(200, b"" if method == "HEAD" else body, headers)

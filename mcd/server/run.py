@@ -17,7 +17,8 @@ from mcd.cluster.api import Kube, load_client
 from mcd.server.handler import Handler
 from mcd.server.listener import CertReloader, Listener
 from mcd.server.source import ClusterSource
-from mcd.server.tokens import TOKEN_NAMESPACE, TokenStore
+from mcd.server.tokens import TOKEN_NAMESPACE
+from mcd.server.tokenstore import TokenStore
 
 log = logging.getLogger(__name__)
 

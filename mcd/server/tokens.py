@@ -1,20 +1,29 @@
-"""Join tokens: one per node, for one pool, used once, until it expires (beyond upstream).
+"""Join tokens: for one node or for up to N nodes of one pool, until they expire (beyond
+upstream; the pool-scoped kind as kubeadm's bootstrap tokens: an id, a secret, a use
+limit and an expiry, kept in a Secret).
 
 Upstream's server authenticates nobody: whoever reaches port 22623 gets a pool's whole
 config (pull secret, bootstrap kubeconfig), and OpenShift relies on the network plugin
-to keep pods away from the port. ``mcd join-token create`` issues a token for one node
-instead; ``mcd server --require-join-token`` answers ``/config/<pool>`` only to a request
-carrying a valid one, in the ``Authorization: Bearer`` header a pointer Ignition config
-sends (``ignition.config.replace.httpHeaders``).
+to keep pods away from the port. ``mcd join-token create`` issues a token instead, for one
+node (``NODE``, one use) or for a fleet (``--uses N``: an autoscaling group's launch
+template shared by every instance); ``mcd server --require-join-token`` answers
+``/config/<pool>`` only to a GET carrying a valid one, in the ``Authorization: Bearer``
+header a pointer Ignition config sends (``ignition.config.replace.httpHeaders``).
 
 A token is ``mcdjt.<id>.<secret>``. The Secret ``mcd-join-<id>`` in the tokens' own
 namespace (``mcd-join-tokens``: the server may read and update Secrets there and nowhere
-else) keeps only the SHA-256 of the whole token (never the token), the pool, the node
-and the expiry; the server compares hashes in constant time, and marks the Secret used
-with a write conditional on its resourceVersion, so two requests racing with one token
-cannot both get the config. The use is recorded on the Secret (when, from which
-address, which config in which spec version). Only the id, which is no secret, ever
-reaches a log line.
+else) keeps only the SHA-256 of the whole token (never the token), the pool, the node (none
+for a pool-scoped token), the number of uses and the expiry. Each use is recorded on the
+Secret (its id, when, from which address, which config in which spec version, the node when
+the token names one) with a write conditional on its resourceVersion: two requests racing
+never take more uses than the token has. A node served with a token carries the use on its
+Node (``mcd-project.github.io/joined-with: <id>.<use>``, from the node-annotations file),
+so ``join-token list`` names the nodes a pool-scoped token served. Only the id, which is no
+secret, ever reaches a log line.
+
+The Secrets' label, type and annotations are in mcd's domain ``mcd-project.github.io/``;
+Secrets written before in ``mcd.openshift.io/`` are read as well (their tokens keep
+working; a use is recorded in the new domain).
 """
 
 from __future__ import annotations
@@ -22,29 +31,44 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import re
 import secrets
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mcd.cluster.api import ApiError, Kube, Obj
+Obj = dict[str, Any]
 
 PREFIX = "mcdjt"
 HEADER = "Authorization"
 SCHEME = "Bearer"
-SECRET_TYPE = "mcd.openshift.io/join-token"
-LABEL = "mcd.openshift.io/join-token"
-USED = "mcd.openshift.io/used"
-USED_AT = "mcd.openshift.io/used-at"
-USED_FROM = "mcd.openshift.io/used-from"
-USED_AGENT = "mcd.openshift.io/used-by-user-agent"
-SERVED = "mcd.openshift.io/served-config"
-SERVED_VERSION = "mcd.openshift.io/served-spec-version"
+DOMAIN = "mcd-project.github.io/"
+OLD_DOMAIN = "mcd.openshift.io/"
+"""The domain the first join tokens were written in: still read, never written."""
+SECRET_TYPE = DOMAIN + "join-token"
+LABEL = DOMAIN + "join-token"
+TYPES = (SECRET_TYPE, OLD_DOMAIN + "join-token")
+LABELS = (LABEL, OLD_DOMAIN + "join-token")
+USED = DOMAIN + "used"
+"""``"true"`` once no use is left."""
+USED_AT = DOMAIN + "used-at"
+USED_FROM = DOMAIN + "used-from"
+USED_AGENT = DOMAIN + "used-by-user-agent"
+SERVED = DOMAIN + "served-config"
+SERVED_VERSION = DOMAIN + "served-spec-version"
+USES = DOMAIN + "uses"
+"""Every use, as a JSON list of records (the flat keys above say the latest)."""
+JOINED_WITH = DOMAIN + "joined-with"
+"""On a Node served with a token: ``<token id>.<use id>``."""
 MAX_TTL = timedelta(days=7)
+MAX_USES = 500
+"""Each use is a record on the Secret (a couple of hundred bytes; annotations hold 256 KiB)."""
 TOKEN_NAMESPACE = "mcd-join-tokens"
 
 _TOKEN = re.compile(rf"{PREFIX}\.([0-9a-f]{{16}})\.([A-Za-z0-9_-]{{43}})")
+_STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class Refused(Exception):
@@ -60,11 +84,20 @@ class Issued:
 
 @dataclass(frozen=True)
 class Grant:
-    """A token found valid for a pool: what to mark used once the config is ready."""
+    """A token found valid for a pool: what to record once the config is ready."""
 
     token_id: str
     node: str
     secret: Obj
+    use_id: str = ""
+    """This use's id (random), put on the served node as ``JOINED_WITH``."""
+    pool: str = ""
+    token: str = field(default="", repr=False)
+    """To judge the token again when another use was recorded first (never logged)."""
+
+    @property
+    def joined_with(self) -> str:
+        return f"{self.token_id}.{self.use_id}"
 
 
 def secret_name(token_id: str) -> str:
@@ -79,7 +112,7 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _data(secret: Obj, key: str) -> str:
+def _data(secret: Mapping[str, Any], key: str) -> str:
     raw = (secret.get("data") or {}).get(key) or ""
     try:
         return base64.b64decode(raw, validate=True).decode()
@@ -88,26 +121,42 @@ def _data(secret: Obj, key: str) -> str:
 
 
 def _rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.astimezone(UTC).strftime(_STAMP)
 
 
-def issue(node: str, pool: str, ttl: timedelta, now: datetime) -> Issued:
-    """A new token and the Secret that stands for it (not yet stored)."""
+def _when(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, _STAMP).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def note(secret: Mapping[str, Any], key: str) -> str:
+    """An annotation of a token Secret, in mcd's domain or, written before, the old one."""
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(key)
+    if value is None and key.startswith(DOMAIN):
+        value = annotations.get(OLD_DOMAIN + key.removeprefix(DOMAIN))
+    return str(value or "")
+
+
+def issue(node: str, pool: str, ttl: timedelta, now: datetime, uses: int = 1) -> Issued:
+    """A new token and the Secret that stands for it (not yet stored): for ``node`` (one
+    use), or, with no node, for up to ``uses`` nodes of ``pool``."""
     if not timedelta(0) < ttl <= MAX_TTL:
         raise ValueError(f"--ttl must be more than 0 and at most {MAX_TTL.days} days")
+    if not 1 <= uses <= MAX_USES or (node and uses != 1):
+        raise ValueError(f"--uses must be 1 to {MAX_USES}, and 1 for a token naming a node")
     token_id = secrets.token_hex(8)
     token = f"{PREFIX}.{token_id}.{secrets.token_urlsafe(32)}"
+    data = {"sha256": digest(token), "pool": pool, "expires": _rfc3339(now + ttl)}
+    data.update({"node": node} if node else {"uses": str(uses)})
     secret: Obj = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": SECRET_TYPE,
         "metadata": {"name": secret_name(token_id), "labels": {LABEL: "true"}},
-        "data": {
-            "sha256": _b64(digest(token)),
-            "pool": _b64(pool),
-            "node": _b64(node),
-            "expires": _b64(_rfc3339(now + ttl)),
-        },
+        "data": {k: _b64(v) for k, v in data.items()},
     }
     return Issued(token, token_id, secret)
 
@@ -123,25 +172,71 @@ def token_from(header: str | None) -> tuple[str, str] | None:
     return (m[1], m[0]) if m else None
 
 
-def judge(secret: Obj, token: str, pool: str, now: datetime) -> str:
-    """The node a stored token was issued for, if ``token`` is it and may fetch ``pool`` now;
-    :class:`Refused` otherwise."""
-    if secret.get("type") != SECRET_TYPE:
+def limit_of(secret: Mapping[str, Any]) -> int:
+    """How many uses the token has (1 for a token naming a node, or with no usable number)."""
+    try:
+        return max(1, int(_data(secret, "uses") or "1"))
+    except ValueError:
+        return 1
+
+
+def uses_of(secret: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The uses recorded so far (a token used in the old domain: one, from its flat keys)."""
+    try:
+        found = json.loads(note(secret, USES) or "[]")
+    except ValueError:
+        found = None
+    if isinstance(found, list):
+        records = [{str(k): str(v) for k, v in r.items()} for r in found if isinstance(r, dict)]
+        if records or note(secret, USED) != "true":
+            return records
+    if note(secret, USED) == "true":  # a use recorded before the list
+        return [{"at": note(secret, USED_AT), "from": note(secret, USED_FROM),
+                 "config": note(secret, SERVED), "node": _data(secret, "node")}]  # fmt: skip
+    return []
+
+
+def judge(secret: Mapping[str, Any], token: str, pool: str, now: datetime) -> str:
+    """The node a stored token was issued for ("" for a pool-scoped token), if ``token`` is
+    it and may fetch ``pool`` now; :class:`Refused` otherwise."""
+    if secret.get("type") not in TYPES:
         raise Refused("not a join token")
     if not hmac.compare_digest(digest(token), _data(secret, "sha256")):
         raise Refused("wrong token")
-    annotations = (secret.get("metadata") or {}).get("annotations") or {}
-    if annotations.get(USED) == "true":
-        raise Refused("token already used")
-    try:
-        expires = datetime.strptime(_data(secret, "expires"), "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        raise Refused("token without a valid expiry") from None
-    if now >= expires.replace(tzinfo=UTC):
+    limit = limit_of(secret)
+    if len(uses_of(secret)) >= limit:
+        raise Refused("token already used" if limit == 1 else f"token used up ({limit} uses)")
+    expires = _when(_data(secret, "expires"))
+    if expires is None:
+        raise Refused("token without a valid expiry")
+    if now >= expires:
         raise Refused("token expired")
     if _data(secret, "pool") != pool:
         raise Refused("token issued for another pool")
     return _data(secret, "node")
+
+
+_SHORT = {USED_AT: "at", USED_FROM: "from", USED_AGENT: "agent", SERVED: "config",
+          SERVED_VERSION: "version"}  # fmt: skip
+
+
+def with_use(secret: Mapping[str, Any], grant: Grant, record: Mapping[str, str]) -> Obj:
+    """``secret`` with one more use recorded: the list, the flat keys of the latest use, and
+    ``used`` once none is left."""
+    uses = uses_of(secret)
+    entry = {"id": grant.use_id, **{short: record[key] for key, short in _SHORT.items()
+                                    if key in record}}  # fmt: skip
+    if grant.node:
+        entry["node"] = grant.node
+    uses.append(entry)
+    meta = dict(secret.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations.update(record)
+    annotations[USES] = json.dumps(uses, separators=(",", ":"))
+    if len(uses) >= limit_of(secret):
+        annotations[USED] = "true"
+    meta["annotations"] = annotations
+    return {**secret, "metadata": meta}
 
 
 POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -162,86 +257,47 @@ class TokenInfo:
 
     token_id: str
     node: str
+    """The node the token was issued for; "" for a pool-scoped token."""
     pool: str
     expires: datetime | None
-    used_at: datetime | None
-    used_from: str
-    used: bool
+    limit: int
+    uses: tuple[Mapping[str, str], ...]
+    """Each use: ``id``, ``at``, ``from``, ``config``, ``node`` (when known)."""
+
+    @property
+    def used(self) -> bool:
+        return len(self.uses) >= self.limit
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - len(self.uses))
+
+    @property
+    def used_at(self) -> datetime | None:
+        return _when(self.uses[-1].get("at", "")) if self.uses else None
+
+    @property
+    def used_from(self) -> str:
+        return self.uses[-1].get("from", "") if self.uses else ""
 
 
-def _when(text: str) -> datetime | None:
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def describe(secret: Obj) -> TokenInfo:
-    meta = secret.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    name = str(meta.get("name") or "")
+def describe(secret: Mapping[str, Any], nodes: Mapping[str, str] | None = None) -> TokenInfo:
+    """A token Secret as ``join-token list`` shows it; ``nodes``: the Nodes' ``JOINED_WITH``
+    annotations (``<id>.<use>`` -> node name), naming the nodes a pool-scoped token served."""
+    name = str((secret.get("metadata") or {}).get("name") or "")
+    token_id = name.removeprefix("mcd-join-")
+    uses = []
+    for use in uses_of(secret):
+        served = (nodes or {}).get(f"{token_id}.{use.get('id', '')}")
+        uses.append({**use, "node": served} if served and not use.get("node") else use)
     return TokenInfo(
-        token_id=name.removeprefix("mcd-join-"),
+        token_id=token_id,
         node=_data(secret, "node"),
         pool=_data(secret, "pool"),
         expires=_when(_data(secret, "expires")),
-        used_at=_when(str(annotations.get(USED_AT) or "")),
-        used_from=str(annotations.get(USED_FROM) or ""),
-        used=annotations.get(USED) == "true",
+        limit=limit_of(secret),
+        uses=tuple(uses),
     )
-
-
-class TokenStore:
-    """The token Secrets in one namespace (the server reads and marks; the CLI creates)."""
-
-    def __init__(self, kube: Kube, namespace: str) -> None:
-        self.kube = kube
-        self.path = f"/api/v1/namespaces/{namespace}/secrets"
-
-    def create(self, issued: Issued) -> None:
-        self.kube.request("POST", self.path, body=issued.secret)
-
-    def all(self) -> list[TokenInfo]:
-        """Every join token, oldest expiry first."""
-        found = self.kube.request("GET", self.path, query={"labelSelector": f"{LABEL}=true"})
-        tokens = [describe(s) for s in found.get("items") or [] if s.get("type") == SECRET_TYPE]
-        never = datetime.max.replace(tzinfo=UTC)
-        return sorted(tokens, key=lambda t: (t.expires or never, t.token_id))
-
-    def revoke(self, token_id: str) -> None:
-        """Delete a token's Secret (404 is an :class:`ApiError` for the caller)."""
-        self.kube.request("DELETE", f"{self.path}/{secret_name(token_id)}")
-
-    def check(self, header: str | None, pool: str, now: datetime) -> Grant:
-        found = token_from(header)
-        if found is None:
-            raise Refused("no join token" if not header else "malformed join token")
-        token_id, token = found
-        try:
-            secret = self.kube.request("GET", f"{self.path}/{secret_name(token_id)}")
-        except ApiError as e:
-            if e.status == 404:
-                raise Refused(f"unknown join token {token_id}") from None
-            raise
-        try:
-            node = judge(secret, token, pool, now)
-        except Refused as e:
-            raise Refused(f"join token {token_id}: {e}") from None
-        return Grant(token_id, node, secret)
-
-    def mark_used(self, grant: Grant, record: dict[str, str]) -> None:
-        """Mark the token used, conditional on the Secret not having changed since it was
-        judged (a 409 means another request used it first: :class:`Refused`)."""
-        secret: dict[str, Any] = dict(grant.secret)
-        meta = dict(secret.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), USED: "true", **record}
-        secret["metadata"] = meta
-        try:
-            self.kube.request("PUT", f"{self.path}/{secret_name(grant.token_id)}", body=secret)
-        except ApiError as e:
-            if e.status in (404, 409):
-                raise Refused(f"join token {grant.token_id}: used by another request") from None
-            raise
 
 
 def use_record(
@@ -250,7 +306,11 @@ def use_record(
     return {
         USED_AT: _rfc3339(now),
         USED_FROM: address[:100],
-        USED_AGENT: agent[:200],
+        USED_AGENT: agent[:100],
         SERVED: config,
         SERVED_VERSION: version,
     }
+
+
+def new_use_id() -> str:
+    return secrets.token_hex(4)

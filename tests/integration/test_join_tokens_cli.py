@@ -6,12 +6,17 @@ is refused by the server."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from mcd.server.tokens import digest
+from mcd.model.ignition.dataurl import decode_data_url
+from mcd.model.ignition.served import NODE_ANNOTATIONS
+from mcd.server.tokens import JOINED_WITH, digest, issue
 from tests.fakes.kubecluster import TestCluster
 from tests.integration.test_server_ignition import (
     IGN33,
@@ -78,12 +83,13 @@ def test_list_shows_use_never_the_token_and_revoke_makes_the_server_refuse(
         listed = mcd(kube_cluster, tokens_ns, "list")
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.splitlines()
-        assert lines[0].split() == ["ID", "NODE", "POOL", "EXPIRES", "USED", "FROM"]
-        rows = {line.split()[1]: line.split() for line in lines[1:]}
+        assert lines[0].split() == [
+            "ID", "POOL", "NODES", "USES", "REMAINING", "EXPIRES", "USED", "FROM"]  # fmt: skip
+        rows = {line.split()[2]: line.split() for line in lines[1:]}
         assert set(rows) == {"node-a", "node-b", "node-c"}
-        assert rows["node-a"][2] == pool and rows["node-a"][3:5] == ["in", "59m"]
-        assert rows["node-a"][5].endswith("s") and rows["node-a"][6:] == ["ago", "127.0.0.1"]
-        assert rows["node-b"][3:] == ["in", "179m", "no", "-"]
+        assert rows["node-a"][1] == pool and rows["node-a"][3:7] == ["1/1", "0", "in", "59m"]
+        assert rows["node-a"][7].endswith("s") and rows["node-a"][8:] == ["ago", "127.0.0.1"]
+        assert rows["node-b"][3:] == ["0/1", "1", "in", "179m", "no", "-"]
         for token in (token_a, token_b, token_c):
             assert token not in listed.stdout and digest(token) not in listed.stdout
             assert token.split(".")[2] not in listed.stdout
@@ -105,3 +111,88 @@ def test_list_shows_use_never_the_token_and_revoke_makes_the_server_refuse(
         assert again.stderr.strip() == (
             f"error: no join token with ID or for node 'node-b' in namespace {tokens_ns}"
         )
+
+
+def _joined_with(body: bytes) -> str:
+    """The ``joined-with`` annotation of a served document's node-annotations file."""
+    for f in json.loads(body)["storage"]["files"]:
+        if f["path"] == NODE_ANNOTATIONS:
+            return str(json.loads(decode_data_url(f["contents"]["source"]))[JOINED_WITH])
+    raise AssertionError("no node-annotations file served")
+
+
+def test_a_pool_token_serves_n_racing_nodes_and_list_names_the_nodes_served(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """Issue 43 item 3: ``create --pool P --uses 3`` with no node; six nodes racing with it
+    get three configs and three 403s (each use recorded by a conditional write); the nodes
+    that registered are named by ``list``; HEAD answers a valid token as an invalid one."""
+    namespace, tokens_ns = kube_cluster.namespace("mcs"), kube_cluster.namespace("tokens")
+    pool = make_pool(kube_cluster, "fleet")
+    for args in (["node-a", "--uses", "2"], []):  # NODE or --uses, one of them
+        wrong = mcd(kube_cluster, tokens_ns, "create", *args, "--pool", pool, "--token-only")
+        assert (
+            wrong.returncode == 64 and "give NODE (one node, one use) or --uses N" in wrong.stderr
+        )
+    with start_server(kube_cluster, tmp_path, namespace, pool=pool, token_namespace=tokens_ns) as s:
+        created = mcd(kube_cluster, tokens_ns, "create", "--pool", pool, "--uses", "3",
+                      "--ttl", "2h", "--token-only")  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        token = created.stdout.strip()
+        token_id = token.split(".")[1]
+        assert created.stderr == f"join token {token_id} for up to 3 nodes, pool {pool}, valid 2h\n"
+        head = {"Authorization": f"Bearer {token}"}
+        assert s.head(f"/config/{pool}", head) == s.head(f"/config/{pool}", {}) == 403
+
+        results: list[tuple[int, bytes]] = []
+        lock = threading.Lock()
+
+        def one() -> None:
+            got = s.get(f"/config/{pool}", {"Authorization": f"Bearer {token}", "Accept": IGN33})
+            with lock:
+                results.append(got)
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(code for code, _ in results) == [200, 200, 200, 403, 403, 403]
+        uses = sorted(_joined_with(body) for code, body in results if code == 200)
+        assert len(set(uses)) == 3 and all(u.startswith(f"{token_id}.") for u in uses)
+        assert "used up (3 uses)" in s.log.read_text()
+
+        # two of the three nodes registered; their agents copied the file onto their Node
+        a = kube_cluster.node("fleet-a", {JOINED_WITH: uses[0]})
+        b = kube_cluster.node("fleet-b", {JOINED_WITH: uses[1]})
+        listed = mcd(kube_cluster, tokens_ns, "list", "-o", "json")
+        assert listed.returncode == 0, listed.stderr
+        (row,) = [r for r in json.loads(listed.stdout) if r["id"] == token_id]
+        assert (row["pool"], row["uses"], row["remaining"]) == (pool, "3/3", "0")
+        assert sorted(row["nodes"].split(",")) == sorted([a, b, "(127.0.0.1)"])
+        assert token not in listed.stdout and digest(token) not in listed.stdout
+
+        revoked = mcd(kube_cluster, tokens_ns, "revoke", token_id)
+        assert (
+            revoked.stdout == f"join token {token_id} for 0 of 3 uses left, pool {pool}: revoked\n"
+        )
+
+
+def test_a_token_secret_in_the_old_label_domain_still_serves(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """A Secret written before the move to ``mcd-project.github.io/`` (label, type in
+    ``mcd.openshift.io/``): listed, and its token serves once, its use recorded."""
+    namespace, tokens_ns = kube_cluster.namespace("mcs"), kube_cluster.namespace("tokens")
+    pool = make_pool(kube_cluster, "old")
+    issued = issue("node-old", pool, timedelta(hours=1), datetime.now(UTC))
+    old = {**issued.secret, "type": "mcd.openshift.io/join-token"}
+    old["metadata"] = {**old["metadata"], "labels": {"mcd.openshift.io/join-token": "true"}}
+    kube_cluster.kube.request("POST", f"/api/v1/namespaces/{tokens_ns}/secrets", body=old)
+    with start_server(kube_cluster, tmp_path, namespace, pool=pool, token_namespace=tokens_ns) as s:
+        assert issued.token_id in mcd(kube_cluster, tokens_ns, "list").stdout
+        headers = {"Authorization": f"Bearer {issued.token}", "Accept": IGN33}
+        assert s.get(f"/config/{pool}", headers)[0] == 200
+        assert s.get(f"/config/{pool}", headers) == (403, b"")
+        row = mcd(kube_cluster, tokens_ns, "list").stdout.splitlines()[1].split()
+        assert row[2:5] == ["node-old", "1/1", "0"]

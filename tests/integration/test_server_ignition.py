@@ -82,6 +82,16 @@ class Served:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    def head(self, path: str, headers: dict[str, str]) -> int:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        port = int(self.url.rsplit(":", 1)[1])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=20, context=context)
+        try:
+            conn.request("HEAD", path, headers=headers)
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
     def get(self, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
         context = ssl.create_default_context(cafile=str(self.ca))
         port = int(self.url.rsplit(":", 1)[1])
@@ -287,12 +297,16 @@ def test_real_ignition_joins_with_a_token_once(served: Served, tmp_path: Path) -
         "GET", f"/api/v1/namespaces/{served.namespace}/secrets/{secret_name(token_id)}"
     )
     notes = secret["metadata"]["annotations"]
-    assert notes["mcd.openshift.io/used"] == "true"
-    assert notes["mcd.openshift.io/served-config"] == f"rendered-{served.pool}-1"
-    assert notes["mcd.openshift.io/served-spec-version"] == "3.3.0"
-    assert notes["mcd.openshift.io/used-by-user-agent"].startswith("Ignition/")
+    assert notes["mcd-project.github.io/used"] == "true"
+    assert notes["mcd-project.github.io/served-config"] == f"rendered-{served.pool}-1"
+    assert notes["mcd-project.github.io/served-spec-version"] == "3.3.0"
+    assert notes["mcd-project.github.io/used-by-user-agent"].startswith("Ignition/")
     assert token not in json.dumps(secret)  # only its hash is stored
     assert base64.b64decode(secret["data"]["node"]) == b"node-a"
+    (use,) = json.loads(notes["mcd-project.github.io/uses"])
+    assert use["node"] == "node-a" and use["config"] == f"rendered-{served.pool}-1"
+    # the node carries the use it joined with (its agent copies the file onto its Node)
+    assert annotations["mcd-project.github.io/joined-with"] == f"{token_id}.{use['id']}"
     # the same pointer again: the token is used up
     code, out, root = run_ignition(tmp_path / "again", pointer)
     assert code != 0 and not (root / "etc/mcd-joined").exists()

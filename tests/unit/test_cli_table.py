@@ -206,7 +206,7 @@ CASES = [
          lambda e: "error: the secure port needs --cert and --key (or --secure-port 0)",
          "server-no-certificate"),
     Case("join-token", lambda e: ["create", "n1", "--pool", "worker"], 64,
-         lambda e: "Usage: mcd join-token create [OPTIONS] NODE", "join-token-no-server"),
+         lambda e: "Usage: mcd join-token create [OPTIONS] [NODE]", "join-token-no-server"),
     Case("join", lambda e: ["--server", "https://127.0.0.1:1", "--token", "t",
                             "--root", str(e.tmp)], 64,
          lambda e: "Usage: mcd join [OPTIONS]", "join-no-pool"),

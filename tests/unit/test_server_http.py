@@ -24,7 +24,7 @@ from mcd.model.ignition.served import Extras
 from mcd.server.handler import Handler, pool_of
 from mcd.server.listener import CertReloader, Listener
 from mcd.server.source import PoolConfig, PoolNotFound
-from mcd.server.tokens import Grant, Refused
+from mcd.server.tokens import SERVED, Grant, Refused
 
 SECRET = b"pull-secret-do-not-leak"
 IGN33 = "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1"
@@ -255,18 +255,20 @@ class FakeTokens:
     def mark_used(self, grant: Grant, record: dict[str, str]) -> None:
         if self.used:
             raise Refused("used")
-        self.used.append(record["mcd.openshift.io/served-config"])
+        self.used.append(record[SERVED])
 
 
-def test_tokens_refuse_before_any_lookup_and_head_uses_nothing(source: FakeSource) -> None:
+def test_tokens_refuse_before_any_lookup_and_head_tells_nothing(source: FakeSource) -> None:
     tokens = FakeTokens()
     handler = Handler(source, tokens, clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
     assert handler.respond("GET", "/config/worker", {}, "a").status == 403
     assert handler.respond("GET", "/config/nope", {}, "a").status == 403
     assert source.calls == 0
     ok = {"Authorization": "Bearer good"}
-    assert handler.respond("HEAD", "/config/worker", ok, "a").status == 200
-    assert tokens.used == []
+    # HEAD: the same 403 with a valid token as with none (it never tells one from the other)
+    assert handler.respond("HEAD", "/config/worker", ok, "a").status == 403
+    assert handler.respond("HEAD", "/config/worker", {}, "a").status == 403
+    assert tokens.used == [] and source.calls == 0
     assert handler.respond("GET", "/config/worker", ok, "a").status == 200
     assert tokens.used == ["rendered-worker-1"]
     assert handler.respond("GET", "/config/worker", ok, "a").status == 403

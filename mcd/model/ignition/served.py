@@ -9,7 +9,8 @@ Upstream ``clusterServer.GetConfig`` with its appenders (``pkg/server/server.go`
 3. the kubelet CA replaced or added at ``/etc/kubernetes/kubelet-ca.crt``
    (``addDataAndMaybeAppendToIgnition``: a paused pool still gets the current CA);
 4. ``/etc/machine-config-daemon/node-annotations.json``: current = desired = first pivot =
-   the served config, state Done (``appendNodeAnnotations``);
+   the served config, state Done (``appendNodeAnnotations``), and mcd's own annotations
+   the server adds (the join-token use that served the node);
 5. ``/etc/kubernetes/kubeconfig``, when the server has one to give (``appendKubeConfig``);
 6. ``/etc/mcs-machine-config-content.json``: the MachineConfig as served, for debugging
    drift (``appendInitialMachineConfig``);
@@ -29,7 +30,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.model.errors import ConfigError
@@ -62,12 +63,15 @@ class Extras:
 
     kubelet_ca: bytes = b""
     kubeconfig: bytes = b""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """More annotations for the node-annotations file (mcd's own: which join-token use
+    served the node); upstream's four keys always win."""
 
 
-def node_annotations(config_name: str) -> str:
+def node_annotations(config_name: str, more: Mapping[str, str] | None = None) -> str:
     """The node-annotations file (upstream ``getNodeAnnotation``, keys sorted as Go's)."""
     values = {CURRENT: config_name, DESIRED: config_name, FIRST_PIVOT: config_name, STATE: "Done"}
-    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return json.dumps({**(more or {}), **values}, sort_keys=True, separators=(",", ":"))
 
 
 def _file(path: str, data: bytes, mode: int) -> JSONObj:
@@ -117,7 +121,7 @@ def served_config(
     doc = to_spec3(spec.get("config"), "spec.config")
     migrate_kernel_arguments(doc, spec, version)
     _replace_or_add(doc, KUBELET_CA, extras.kubelet_ca)
-    _put(doc, NODE_ANNOTATIONS, node_annotations(config_name).encode())
+    _put(doc, NODE_ANNOTATIONS, node_annotations(config_name, extras.annotations).encode())
     if extras.kubeconfig:
         _put(doc, KUBECONFIG, extras.kubeconfig, PRIVATE_MODE)
     _put(doc, CONTENT, json.dumps(mc, indent=4).encode(), PRIVATE_MODE)
