@@ -47,6 +47,7 @@ from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.leadership.pacer import Pacer
 from mcd.controller.poolalert import PoolAlertMetric
+from mcd.controller.rendering import RenderStep
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
@@ -152,7 +153,9 @@ class Controller:
             drain_released=self.drains.released,
             observe_alerts=self.pool_alert.update,
             pod_restarts=PodRestarts(self.kube).of,
-        )
+            render_step=RenderStep(self.writer, __version__, self.configs.observe,
+                                   self.pools.observe, self.metrics.os_image_url_override),
+        )  # fmt: skip
         self.drains.writer.event_namespace = self.namespace
         self.pacer = Pacer(self.kube, self.writer, f"{self.namespace}/{LEASE_NAME}",
                            options.take_over_from, observe_pool=self.pools.observe)  # fmt: skip
