@@ -1,6 +1,7 @@
 """The install as kustomize overlays (``daemonset/``): what each one holds, read the way
-``kubectl kustomize`` reads it (the overlays only list files and bases, no transformers, which
-``tests/integration/test_manifests.py`` checks against the real kubectl's rendering)."""
+``kubectl kustomize`` reads it (the overlays list files and bases and set mcd's image, no other
+transformer, which ``tests/integration/test_manifests.py`` checks against the real kubectl's
+rendering)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ OVERLAYS = {
     "openshift/monitoring": OPENSHIFT / "monitoring",
 }
 """What a user applies with ``kubectl apply -k`` (``oc apply -k``), by its path under daemonset/."""
-KUSTOMIZATION_KEYS = {"apiVersion", "kind", "bases", "resources"}
+KUSTOMIZATION_KEYS = {"apiVersion", "kind", "bases", "resources", "images"}
 """All an overlay may say: anything else (patches, name prefixes) would make :func:`objects`
 differ from what kubectl renders."""
+SHIPPED_IMAGE = "ghcr.io/mcd-project/mcd"
+"""The image name the manifests carry, a placeholder each overlay's ``images`` entry sets."""
 
 Obj = dict[str, Any]
 
@@ -44,7 +47,20 @@ def objects(directory: Path) -> list[Obj]:
             found.extend(objects(path))
         else:
             found.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    for image in k.get("images") or []:
+        for obj in found:
+            _set_image(obj, image)
     return found
+
+
+def _set_image(obj: Obj, image: Obj) -> None:
+    """kustomize's ``images`` transformer for one entry (``newName``, ``newTag``), on the
+    containers of a workload's pod template."""
+    pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        name, _, tag = str(container.get("image") or "").partition(":")
+        if name == image["name"]:
+            container["image"] = f"{image.get('newName', name)}:{image.get('newTag', tag)}"
 
 
 def identity(obj: Obj) -> tuple[str, str, str]:
