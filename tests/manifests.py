@@ -1,7 +1,7 @@
 """The install as kustomize overlays (``daemonset/``): what each one holds, read the way
 ``kubectl kustomize`` reads it (the overlays list files and bases and set mcd's image, no other
-transformer, which ``tests/integration/test_manifests.py`` checks against the real kubectl's
-rendering)."""
+transformer but the alerts' ``$(MCD_RUNBOOK_URL)`` (``vars``), which
+``tests/integration/test_manifests.py`` checks against the real kubectl's rendering)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ OVERLAYS = {
     "openshift/monitoring": OPENSHIFT / "monitoring",
 }
 """What a user applies with ``kubectl apply -k`` (``oc apply -k``), by its path under daemonset/."""
-KUSTOMIZATION_KEYS = {"apiVersion", "kind", "bases", "resources", "images"}
+KUSTOMIZATION_KEYS = {
+    "apiVersion", "kind", "bases", "resources", "images", "vars", "configurations"
+}
 """All an overlay may say: anything else (patches, name prefixes) would make :func:`objects`
 differ from what kubectl renders."""
 SHIPPED_IMAGE = "ghcr.io/mcd-project/mcd"
@@ -50,7 +52,26 @@ def objects(directory: Path) -> list[Obj]:
     for image in k.get("images") or []:
         for obj in found:
             _set_image(obj, image)
+    for var in k.get("vars") or []:
+        source = next(o for o in found if (o["kind"], o["metadata"]["name"]) == (
+            var["objref"]["kind"], var["objref"]["name"]))  # fmt: skip
+        value = source
+        for part in var["fieldref"]["fieldpath"].split("."):
+            value = value[part]
+        found = [_substitute(o, f"$({var['name']})", str(value)) for o in found]
     return found
+
+
+def _substitute(obj: Any, name: str, value: str) -> Any:
+    """``name`` replaced by ``value`` in every string of ``obj`` (kustomize's ``vars``: the
+    overlays use one, only where ``configurations`` lets it be)."""
+    if isinstance(obj, str):
+        return obj.replace(name, value)
+    if isinstance(obj, list):
+        return [_substitute(o, name, value) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _substitute(v, name, value) for k, v in obj.items()}
+    return obj
 
 
 def _set_image(obj: Obj, image: Obj) -> None:
