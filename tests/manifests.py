@@ -24,7 +24,13 @@ OVERLAYS = {
 }
 """What a user applies with ``kubectl apply -k`` (``oc apply -k``), by its path under daemonset/."""
 KUSTOMIZATION_KEYS = {
-    "apiVersion", "kind", "bases", "resources", "images", "vars", "configurations"
+    "apiVersion",
+    "kind",
+    "bases",
+    "resources",
+    "images",
+    "vars",
+    "configurations",
 }
 """All an overlay may say: anything else (patches, name prefixes) would make :func:`objects`
 differ from what kubectl renders."""

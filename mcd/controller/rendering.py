@@ -57,7 +57,7 @@ class RenderStep:
     observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
     observe_override: Callable[[str, bool], None] = field(default=lambda _p, _o: None)
     """(pool, whether its rendered config overrides the base OS image) after each render:
-    upstream's ``os_image_url_override{pool}`` (:class:`mcd.controller.service.ControllerMetrics`)."""
+    upstream's ``os_image_url_override{pool}`` (:mod:`mcd.controller.service`)."""
     clock: Callable[[], float] = field(default=time.monotonic)
     _verdicts: dict[tuple[str, str, Overrides], str] = field(default_factory=dict)
     """(current target, new rendered name, overrides) -> the reconcilability refusal ('' =
@@ -150,10 +150,10 @@ class RenderStep:
             if too_large:
                 raise RenderError(too_large)
             obj = rendered.object(pool, self.version)
-            notes = obj["metadata"].setdefault("annotations", {})
-            notes[SOURCES_ANNOTATION] = json.dumps(hashes, sort_keys=True, separators=(",", ":"))
+            marks = obj["metadata"].setdefault("annotations", {})
+            marks[SOURCES_ANNOTATION] = json.dumps(hashes, sort_keys=True, separators=(",", ":"))
             if overridden:  # upstream's generateRenderedMachineConfig
-                notes[OS_IMAGE_URL_OVERRIDDEN] = "true"
+                marks[OS_IMAGE_URL_OVERRIDDEN] = "true"
             created = self.writer.create_config(obj)
             if created is not None:
                 self.observe_config(created)

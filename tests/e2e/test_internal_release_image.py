@@ -54,7 +54,7 @@ class Registry:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 if self.headers.get("Authorization") != f"Basic {TOKEN}":
                     return self._send(401, {"errors": [{"code": "UNAUTHORIZED",
                                                         "message": "authentication required"}]})  # fmt: skip
@@ -173,7 +173,7 @@ def test_the_local_release_registry_is_reported_on_the_machine_config_node(
                        "the release Degraded")  # fmt: skip
         release = _release(status)
         assert _of(release, "Available") == ("False", "ReleaseImageNotFound")
-        degraded = [c for c in release["conditions"] if c["type"] == "Degraded"][0]
+        degraded = next(c for c in release["conditions"] if c["type"] == "Degraded")
         assert "failed with code 404. Message: manifest unknown" in degraded["message"]
         node_condition = _condition(status, "InternalReleaseImageDegraded")
         assert (node_condition["status"], node_condition["message"]) == (

@@ -43,8 +43,7 @@ def _column(resource: str, cell: str) -> set[Grant]:
 
 def _other(cell: str, above: set[Grant]) -> set[Grant]:
     found: set[Grant] = set()
-    for entry in (e.strip() for e in cell.split(";")):
-        entry = _REMARK.sub("", entry).strip()
+    for entry in (_REMARK.sub("", e).strip() for e in cell.split(";")):
         if entry == "as above":
             found |= above
             continue
@@ -99,7 +98,7 @@ def test_the_readme_rbac_table_is_what_the_manifests_grant() -> None:
             paths = [*previous[0], *paths]
         parts = [
             previous[1][i] if cell == "as above" else _column(resource, cell)
-            for i, (resource, cell) in enumerate(zip(("nodes", "pods", "pods/eviction"), cells))
+            for i, (resource, cell) in enumerate(zip(("nodes", "pods", "pods/eviction"), cells[:3], strict=True))
         ]  # fmt: skip
         parts.append(_other(cells[3], previous[1][3]))
         documented = set().union(*parts)
@@ -124,4 +123,7 @@ def test_the_parser_reads_what_a_row_says() -> None:
         ("machineconfignodes", "create", ()), ("machineconfignodes/status", "patch", ()),
         ("leases", "get", ("a", "b")),
     }  # fmt: skip
-    assert _column("pods", "get, list (cluster-wide)") == {("pods", "get", ()), ("pods", "list", ())}
+    assert _column("pods", "get, list (cluster-wide)") == {
+        ("pods", "get", ()),
+        ("pods", "list", ()),
+    }
