@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from mcd.agent.report.metrics import Metrics
 from mcd.controller.poolalert import PoolAlertMetric
 from mcd.controller.service import ControllerMetrics
+from tests.manifests import objects
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "daemonset" / "kubernetes" / "monitoring" / "20-prometheusrule.yaml"
@@ -55,9 +56,11 @@ def exported_names() -> set[str]:
 
 
 def rule_groups(path: Path = RULES) -> dict[str, Any]:
-    """The ``spec`` of the PrometheusRule: a Prometheus rules file."""
-    doc = yaml.safe_load(path.read_text())
-    assert doc["kind"] == "PrometheusRule"
+    """The ``spec`` of the PrometheusRule in ``path`` as its overlay renders it (each
+    ``runbook_url`` from the overlay's ConfigMap ``mcd-runbooks``): a Prometheus rules file."""
+    name = yaml.safe_load(path.read_text())["metadata"]["name"]
+    (doc,) = [d for d in objects(path.parent)
+              if d["kind"] == "PrometheusRule" and d["metadata"]["name"] == name]  # fmt: skip
     spec: dict[str, Any] = doc["spec"]
     return spec
 

@@ -35,6 +35,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from types import FrameType
 from typing import TypeVar
 
@@ -42,6 +43,7 @@ from mcd.agent.boot import rebootstrap
 from mcd.agent.boot.firstrun import boot
 from mcd.agent.commands.once import node_for
 from mcd.agent.pinning import manager as pinning
+from mcd.agent.releaseimage import manager as releaseimage
 from mcd.agent.report import previouslogs
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
@@ -79,16 +81,8 @@ from mcd.model.errors import ConfigError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-EXPECTED = (
-    SyncError,
-    UpdateError,
-    ApiError,
-    DrainError,
-    HostError,
-    SystemdError,
-    ConfigError,
-    OSError,
-)
+EXPECTED = (SyncError, UpdateError, ApiError, DrainError, HostError, SystemdError,
+            ConfigError, OSError)  # fmt: skip
 
 
 @dataclass
@@ -143,6 +137,9 @@ class Agent:
             self.kube, name, root, host.effects.systemd, self.ctx.mcn,
             known_node=lambda: writer.current() if self.watch.live() else None,
         )  # fmt: skip
+        self.release_images = releaseimage.ReleaseImages(
+            self.kube, self.ctx.mcn, root, writer.current
+        )
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._waiting_for: set[str] = set()
@@ -370,15 +367,14 @@ class Agent:
         self._start("worker", self._work)
         self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
         self._start("pinned-images", lambda: pinning.serve(self.pinned, self.stop))
+        self._start("release-images", lambda: releaseimage.serve(self.release_images, self.stop))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", lambda: poll_kubelet(
                 self.options.kubelet_healthz_endpoint, self.options.kubelet_interval,
                 self.metrics, self.stop,
             ))  # fmt: skip
         if self.logins is not None and self.logins.monitor is not None:
-            logins = self.logins
-            threading.Thread(target=lambda: logins.run(self.stop), name="logins",
-                             daemon=True).start()  # fmt: skip
+            self._start("logins", partial(self.logins.run, self.stop))
         announced = False
         while not self.stop.wait(0.2):
             if not announced and not self.readyz():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from mcd.cluster.api import MERGE_PATCH, ApiError, Kube, Obj
@@ -167,6 +168,29 @@ class MachineConfigNodeReporter:
                 if changed:
                     path = f"{COLLECTION}/{self.node_name}/status"
                     self._mcn = self._request("PATCH", path, {"status": changed}, MERGE_PATCH)
+                return True
+            except ApiError as e:
+                self._mcn = None
+                log.warning("Error applying MCN status: %s", e)
+                return False
+
+    def patch_status(self, node: Obj, change: Callable[[Obj], Obj]) -> bool:
+        """The status fields ``change`` computes from the status as it stands (the conditions
+        of a deferred phase included, and kept in it), in one merge patch; none when it
+        returns nothing. False when the write failed (logged)."""
+        if self._missing_api:
+            return False
+        with self._lock:
+            try:
+                status = dict(self._get_or_create(node).get("status") or {})
+                if self._pending is not None and "conditions" in self._pending:
+                    status["conditions"] = self._pending["conditions"]
+                fields = change(status)
+                if fields:
+                    if self._pending is not None and "conditions" in fields:
+                        self._pending["conditions"] = fields["conditions"]
+                    path = f"{COLLECTION}/{self.node_name}/status"
+                    self._mcn = self._request("PATCH", path, {"status": fields}, MERGE_PATCH)
                 return True
             except ApiError as e:
                 self._mcn = None

@@ -166,14 +166,15 @@ class PoolWriter:
         )
 
     def event(self, pool: Obj, reason: str, message: str, warning: bool = False) -> None:
-        """An Event on the pool (upstream's reasons); a failure is only logged. The message
-        is capped at 4096 characters."""
+        """An Event on the pool (upstream's reasons), or on the object of another ``kind``
+        (a rendered MachineConfig); a failure is only logged. The message is capped at 4096
+        characters."""
         if len(message) > 4096:
             message = message[:4040] + f"... ({len(message) - 4040} more characters)"
         meta = pool.get("metadata") or {}
         involved = {
             "apiVersion": "machineconfiguration.openshift.io/v1",
-            "kind": "MachineConfigPool",
+            "kind": str(pool.get("kind") or "MachineConfigPool"),
             "name": meta.get("name", ""),
             "uid": meta.get("uid", ""),
         }

@@ -39,7 +39,7 @@ from mcd.model.pool.history import (
     source_hashes,
 )
 from mcd.model.pool.pools import SelectorError, labels_of, name_of, selector_matches, selects_all
-from mcd.model.pool.render import Rendered, RenderError, render
+from mcd.model.pool.render import OS_IMAGE_URL_OVERRIDDEN, Rendered, RenderError, render
 from mcd.model.pool.rollout import render_condition
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,9 @@ class RenderStep:
     version: str
     observe_config: Callable[[Obj], None] = field(default=lambda _o: None)
     observe_pool: Callable[[Obj], None] = field(default=lambda _o: None)
+    observe_override: Callable[[str, bool], None] = field(default=lambda _p, _o: None)
+    """(pool, whether its rendered config overrides the base OS image) after each render:
+    upstream's ``os_image_url_override{pool}`` (:mod:`mcd.controller.service`)."""
     clock: Callable[[], float] = field(default=time.monotonic)
     _verdicts: dict[tuple[str, str, Overrides], str] = field(default_factory=dict)
     """(current target, new rendered name, overrides) -> the reconcilability refusal ('' =
@@ -129,6 +132,9 @@ class RenderStep:
         if current and current == rendered.legacy and current in configs:
             return pool  # named by an older mcd from the same inputs: nothing to roll out
         existing = configs.get(rendered.name)
+        base_os = self._base_images()[0]
+        overridden = str(rendered.spec.get("osImageURL") or "") != base_os
+        self.observe_override(name, overridden)  # upstream: set before the create, as here
         hashes = source_hashes(selected)
         if rendered.name != current:
             allowed = self._allowed()
@@ -144,13 +150,21 @@ class RenderStep:
             if too_large:
                 raise RenderError(too_large)
             obj = rendered.object(pool, self.version)
-            obj["metadata"].setdefault("annotations", {})[SOURCES_ANNOTATION] = json.dumps(
-                hashes, sort_keys=True, separators=(",", ":")
-            )
+            marks = obj["metadata"].setdefault("annotations", {})
+            marks[SOURCES_ANNOTATION] = json.dumps(hashes, sort_keys=True, separators=(",", ":"))
+            if overridden:  # upstream's generateRenderedMachineConfig
+                marks[OS_IMAGE_URL_OVERRIDDEN] = "true"
             created = self.writer.create_config(obj)
             if created is not None:
                 self.observe_config(created)
                 configs[rendered.name] = created
+                if overridden:  # upstream's syncGeneratedMachineConfig: on the rendered config
+                    self.writer.event(
+                        {**MC_KIND, **created},
+                        "OSImageURLOverridden",
+                        f"OSImageURL was overridden via machineconfig in {rendered.name} "
+                        f"(was: {base_os} is: {rendered.spec.get('osImageURL') or ''})",
+                    )
                 self.writer.event(
                     pool,
                     "RenderedConfigGenerated",

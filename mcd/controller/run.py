@@ -51,6 +51,7 @@ from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.leadership.pacer import Pacer
 from mcd.controller.operator.machineconfiguration import MachineConfigurationSync
 from mcd.controller.poolalert import PoolAlertMetric
+from mcd.controller.rendering import RenderStep
 from mcd.controller.scrapers import ScraperCheck
 from mcd.controller.service import ControllerMetrics
 from mcd.controller.sync import Snapshot, Syncer, drain_policies
@@ -156,7 +157,9 @@ class Controller:
             drain_released=self.drains.released,
             observe_alerts=self.pool_alert.update,
             pod_restarts=PodRestarts(self.kube).of,
-        )
+            render_step=RenderStep(self.writer, __version__, self.configs.observe,
+                                   self.pools.observe, self.metrics.os_image_url_override),
+        )  # fmt: skip
         self.drains.writer.event_namespace = self.namespace
         self.joining = CustomPoolLabels(self.writer, self._observe)
         self.pacer = Pacer(self.kube, self.writer, f"{self.namespace}/{LEASE_NAME}",

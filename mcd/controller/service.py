@@ -2,8 +2,8 @@
 (:mod:`mcd.host.statusserver`: ``/metrics``, ``/healthz``, ``/readyz``).
 
 Metric names follow upstream's machine-config-controller where it has one
-(``mcc_pool_alert``, ``mcc_os_image_url_override``, ``mcc_drain_err``); the rest are mcd's own
-(``mcd_controller_*``).
+(``mcc_pool_alert``, ``os_image_url_override``, ``mcc_drain_err``, the ``mco_*`` counts); the
+rest are mcd's own (``mcd_controller_*``, ``mcd_pool_*``).
 """
 
 from __future__ import annotations
@@ -56,11 +56,10 @@ class ControllerMetrics:
             registry=self.registry,
         )
         self.os_image_override = Gauge(
-            "mcc_os_image_url_override",
-            "1 when a pool's rendered config sets its own osImageURL",
-            ["pool"],
-            registry=self.registry,
+            "os_image_url_override", "state of OS image override", ["pool"], registry=self.registry
         )
+        """Upstream's (render controller): 1 while the pool's rendered config sets an
+        ``osImageURL`` other than the ControllerConfig's base image, else 0."""
         self.rollout = RolloutMetrics(self.registry)
         """Per-pool rollout series (``mco_*`` counts, progress): :mod:`mcd.controller.metrics`."""
 
@@ -71,6 +70,9 @@ class ControllerMetrics:
         except KeyError:
             return
         log.info("Cleaning up MCCDrain error for node(%s) as drain was completed", node)
+
+    def os_image_url_override(self, pool: str, overridden: bool) -> None:
+        self.os_image_override.labels(pool).set(1 if overridden else 0)
 
     def pool_status(self, pool: str, status: dict[str, object]) -> None:
         for state in POOL_STATES:

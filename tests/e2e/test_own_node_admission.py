@@ -356,7 +356,7 @@ def test_a_stolen_agent_token_reaches_no_further_than_its_own_node(
 
         # what mcd writes on its own Node stays allowed
         assert write_as(agent, "PATCH", own, {"metadata": {"annotations": {
-            Annotation.STATE: "Done", "mcd/cordoned-by": "mcd",
+            Annotation.STATE: "Done", "mcd-project.github.io/cordoned-by": "mcd",
             "mcd-project.github.io/joined-with": "0123456789abcdef.0a1b2c3d"}}}) is None  # fmt: skip
         assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": True}}) is None
         assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": None}}) is None

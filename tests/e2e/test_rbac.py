@@ -83,6 +83,7 @@ def test_cluster_role_covers_exactly_what_the_agent_does(
     state = other.root.parent / "cri.json"
     cri.save(state, cri.new_state())
     other.base_env.update(MCD_FAKE_CRI_STATE=str(state), MCD_PINNED_IMAGES_INTERVAL="0.5")
+    other.path("/var/lib/iri-registry").mkdir(parents=True)  # it reads the InternalReleaseImage
     try:
         boot_on(other, kube_cluster, "rendered-ctl-1")
         kube_cluster.pod(kube_cluster.namespace("ctl"), "web-1", other.name)

@@ -65,6 +65,11 @@ def test_booting_the_old_deployment_again_and_again_degrades_with_upstreams_reas
         f'expected target osImageURL "{IMAGE_B}", have "{IMAGE_A}"'
     )
     assert _messages(node, "OnDiskStateValidationFailed")
+    assert _messages(node, "BootResync", 3)[-3:] == [  # a Normal Event per retry
+        f"Node {node.name} booted the previous deployment instead of the one staged for "
+        f"{new}; retrying the update ({n} of 3)"
+        for n in (1, 2, 3)
+    ]
     assert node.reboots_requested() == 4
     assert node.current_on_disk() == old
     node.set_desired(old)  # the admin goes back: the node recovers by itself

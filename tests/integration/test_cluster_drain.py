@@ -8,7 +8,13 @@ import time
 import pytest
 
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
-from mcd.cluster.drain import CORDONED_BY, ControllerDrainer, DrainError, SelfDrainer
+from mcd.cluster.drain import (
+    CORDONED_BY,
+    LEGACY_CORDONED_BY,
+    ControllerDrainer,
+    DrainError,
+    SelfDrainer,
+)
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.model.vocabulary import Annotation
@@ -113,6 +119,34 @@ def test_uncordon_only_undoes_mcds_own_cordon(kube_cluster: TestCluster) -> None
     assert (
         kube_cluster.get_node(admin)["spec"]["unschedulable"] is True
     )  # the admin's cordon survives
+
+
+def test_a_cordon_an_older_agent_marked_in_its_domain_is_still_mcds_to_undo(
+    kube_cluster: TestCluster,
+) -> None:
+    """Before one annotation domain, mcd marked its cordon ``mcd/cordoned-by``: a node left
+    cordoned that way by an older agent is uncordoned after the update, and the old key goes."""
+    assert CORDONED_BY == "mcd-project.github.io/cordoned-by"
+    ns = kube_cluster.namespace("apps")
+    node = kube_cluster.node("upgraded")
+    kube_cluster.kube.request(
+        "PATCH", f"/api/v1/nodes/{node}", content_type="application/merge-patch+json",
+        body={"spec": {"unschedulable": True},
+              "metadata": {"annotations": {LEGACY_CORDONED_BY: "rendered-worker-1"}}},
+    )  # fmt: skip
+    d = drainer(kube_cluster, node, ns)
+    d.drain("rendered-worker-2")  # mcd's own cordon: marked again, in the current domain only
+    marks = annotations_of(kube_cluster.get_node(node))
+    assert (marks.get(CORDONED_BY), LEGACY_CORDONED_BY in marks) == ("rendered-worker-2", False)
+    kube_cluster.kube.request(
+        "PATCH", f"/api/v1/nodes/{node}", content_type="application/merge-patch+json",
+        body={"metadata": {"annotations": {CORDONED_BY: None,
+                                           LEGACY_CORDONED_BY: "rendered-worker-2"}}},
+    )  # fmt: skip
+    d.uncordon("rendered-worker-2")  # only the old mark left, as an older agent left it
+    got = kube_cluster.get_node(node)
+    assert not got["spec"].get("unschedulable")
+    assert not {CORDONED_BY, LEGACY_CORDONED_BY} & set(annotations_of(got))
 
 
 def test_controller_mode_handshake(kube_cluster: TestCluster) -> None:

@@ -25,6 +25,7 @@ from tests.manifests import (
     OPENSHIFT,
     OPTIONAL,
     OVERLAYS,
+    SHIPPED_IMAGE,
     identity,
     kustomization,
     objects,
@@ -90,8 +91,81 @@ def test_each_overlay_renders_with_kubectl_kustomize(overlay: str) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
-    got = [identity(d) for d in yaml.safe_load_all(rendered.stdout) if d]
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    got = [identity(d) for d in docs]
     assert sorted(got) == sorted(identity(d) for d in objects(directory))
+    rules = [d for d in docs if d["kind"] == "PrometheusRule"]  # its runbook_urls set (vars)
+    assert rules == [d for d in objects(directory) if d["kind"] == "PrometheusRule"]
+
+
+def _images(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((d["metadata"]["name"], c["image"]) for d in docs
+                  for c in ((d.get("spec") or {}).get("template") or {}).get("spec", {})
+                  .get("containers", []))  # fmt: skip
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes", "openshift"])
+def test_mcds_image_is_set_in_the_overlay(overlay: str, tmp_path: Path) -> None:
+    """The image name in the manifests is a placeholder each installing overlay sets
+    (``images``): kubectl renders what :func:`objects` reads, and an overlay whose entry names
+    another registry runs every mcd container from it (and no other container)."""
+    shutil.copytree(DAEMONSET, tmp_path / "daemonset")
+    directory = tmp_path / "daemonset" / overlay
+    text = (directory / "kustomization.yaml").read_text()
+    assert f"newName: {SHIPPED_IMAGE}\n" in text, "the overlay sets mcd's image"
+    (directory / "kustomization.yaml").write_text(
+        text.replace(f"newName: {SHIPPED_IMAGE}\n", "newName: registry.example.com/ops/mcd\n")
+        .replace("newTag: 0.1.0", "newTag: 9.9.9")
+    )  # fmt: skip
+    for where, expected in ((OVERLAYS[overlay], f"{SHIPPED_IMAGE}:0.1.0"),
+                            (directory, "registry.example.com/ops/mcd:9.9.9")):  # fmt: skip
+        rendered = subprocess.run([kubectl_binary(), "kustomize", str(where)],
+                                  capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert rendered.returncode == 0, rendered.stderr
+        got = _images([d for d in yaml.safe_load_all(rendered.stdout) if d])
+        assert got == _images(objects(where))
+        mine = {image for _name, image in got if "kube-rbac-proxy" not in image}
+        assert mine == {expected}
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes/monitoring", "openshift/monitoring"])
+def test_the_alerts_runbook_urls_are_set_in_the_overlay(overlay: str, tmp_path: Path) -> None:
+    """Each ``runbook_url`` is the ConfigMap ``mcd-runbooks``'s ``url`` (a placeholder: mcd's
+    docs/runbook.md on GitHub) then ``#<alert>``; changing that one value moves them all."""
+    shutil.copytree(DAEMONSET, tmp_path / "daemonset")
+    directory = tmp_path / "daemonset" / overlay
+    placeholder = "https://github.com/mcd-project/mcd/blob/main/docs/runbook.md"
+    settings = directory / "19-runbooks.yaml"
+    assert f"url: {placeholder}\n" in settings.read_text()
+    settings.write_text(settings.read_text().replace(placeholder, "https://wiki.example.com/mcd"))
+    for where, base in ((OVERLAYS[overlay], placeholder),
+                        (directory, "https://wiki.example.com/mcd")):  # fmt: skip
+        rendered = subprocess.run([kubectl_binary(), "kustomize", str(where)],
+                                  capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert rendered.returncode == 0, rendered.stderr
+        (rule,) = [d for d in yaml.safe_load_all(rendered.stdout)
+                   if d and d["kind"] == "PrometheusRule"]  # fmt: skip
+        alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+        assert len(alerts) == 11
+        for alert in alerts:
+            assert alert["annotations"]["runbook_url"] == f"{base}#{alert['alert'].lower()}"
+
+
+def test_on_openshift_the_agents_events_go_where_upstreams_runbooks_look() -> None:
+    """``openshift-machine-config-operator`` (upstream's ``NamespacedEventRecorder``), through
+    the ConfigMap the DaemonSet reads as ``$MCD_EVENT_NAMESPACE``; plain Kubernetes ships no
+    such ConfigMap, so the agents record in their own namespace (``$POD_NAMESPACE``)."""
+    for directory, expected in ((OPENSHIFT, "openshift-machine-config-operator"),
+                                (KUBERNETES, None)):  # fmt: skip
+        docs = objects(directory)
+        ds = next(d for d in docs if d["kind"] == "DaemonSet")
+        (container,) = ds["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in container["env"]}
+        ref = env["MCD_EVENT_NAMESPACE"]["valueFrom"]["configMapKeyRef"]
+        assert ref["optional"] is True
+        found = [d["data"][ref["key"]] for d in docs if d["kind"] == "ConfigMap"
+                 and identity(d) == ("ConfigMap", ds["metadata"]["namespace"], ref["name"])]  # fmt: skip
+        assert found == ([expected] if expected else [])
 
 
 def test_every_manifest_is_in_exactly_one_overlay_or_optional() -> None:
@@ -99,9 +173,12 @@ def test_every_manifest_is_in_exactly_one_overlay_or_optional() -> None:
     for directory in [DAEMONSET / "base", *OVERLAYS.values()]:
         k = kustomization(directory)
         listed.extend((directory / f).resolve() for f in k.get("resources") or [])
+    settings = {(d / f).resolve() for d in OVERLAYS.values()
+                for f in kustomization(d).get("configurations") or []}  # fmt: skip
     files = [
         p.resolve() for p in DAEMONSET.rglob("*.yaml")
         if p.name != "kustomization.yaml" and OPTIONAL not in p.parents
+        and p.resolve() not in settings
     ]  # fmt: skip
     assert sorted(listed) == sorted(files)
 

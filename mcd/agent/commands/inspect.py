@@ -15,7 +15,7 @@ from typing import Any
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.configs import MachineConfigNotFound, get_machine_config
-from mcd.cluster.drain import CORDONED_BY
+from mcd.cluster.drain import cordoned_by
 from mcd.cluster.events import default_namespace
 from mcd.cluster.node import annotations_of, node_path
 from mcd.cluster.policies import PoliciesNotReady, cluster_policies, irreconcilable_overrides
@@ -195,7 +195,7 @@ def node_report(
         for k, v in (
             ("desiredDrain", a.get(Annotation.DESIRED_DRAIN, "")),
             ("lastAppliedDrain", a.get(Annotation.LAST_APPLIED_DRAIN, "")),
-            ("cordonedBy", a.get(CORDONED_BY, "")),
+            ("cordonedBy", cordoned_by(a) or ""),
         )
         if v
     }

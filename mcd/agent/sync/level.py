@@ -24,7 +24,7 @@ from mcd.agent.update import gating, progress, trying
 from mcd.agent.update.context import Config, Context, SyncError, start_drift_monitor
 from mcd.agent.update.trigger import refuse_done_if_owed, validate_current
 from mcd.cluster.api import Obj
-from mcd.cluster.drain import CORDONED_BY, DrainError
+from mcd.cluster.drain import DrainError, cordoned_by
 from mcd.cluster.events import Reason
 from mcd.cluster.node import annotations_of
 from mcd.model.text import goquote
@@ -54,7 +54,9 @@ def differences(node: Obj, current: str, image: str = "") -> list[str]:
 def cordoned_by_update(node: Obj, current: str) -> bool:
     a = annotations_of(node)
     wanted_drain = a.get(Annotation.DESIRED_DRAIN, "")
-    return CORDONED_BY in a or bool(wanted_drain and wanted_drain != uncordon_request(current))
+    return cordoned_by(a) is not None or bool(
+        wanted_drain and wanted_drain != uncordon_request(current)
+    )
 
 
 def settle(ctx: Context, node: Obj, current: Config) -> None:

@@ -23,15 +23,17 @@ from mcd.cluster.drain.errors import (
     StillWanted,
 )
 from mcd.cluster.drain.handshake import ControllerDrainer
-from mcd.cluster.drain.selfdrain import CORDONED_BY, SelfDrainer
+from mcd.cluster.drain.selfdrain import CORDONED_BY, LEGACY_CORDONED_BY, SelfDrainer, cordoned_by
 
 __all__ = [
     "CORDONED_BY",
     "DEFAULT_TIMEOUT",
+    "LEGACY_CORDONED_BY",
     "ControllerDrainer",
     "DrainAbandoned",
     "DrainError",
     "Drainer",
     "SelfDrainer",
     "StillWanted",
+    "cordoned_by",
 ]

@@ -17,6 +17,19 @@ from mcd.model.vocabulary import Annotation, drain_request, uncordon_request
 log = logging.getLogger(__name__)
 
 
+UNCORDON_TIMEOUT = 600.0
+"""Upstream waits 10 minutes for the controller to confirm an uncordon."""
+
+
+def _duration(seconds: float) -> str:
+    """``10 minutes``, ``1 hour``, ``3 seconds``: the wait as upstream's messages say it."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
+
 def _failed(events: EventRecorder | None, reason: Reason, message: str) -> DrainError:
     """The error to raise, once the Warning event saying the same has been recorded."""
     if events:
@@ -58,17 +71,22 @@ class ControllerDrainer:
         log.info("drain complete")
 
     def uncordon(self, config_name: str) -> None:
+        """Upstream's ``performDrain`` uncordon half: at most 10 minutes (less with a shorter
+        ``--drain-timeout``), then ``FailedToUncordon`` with upstream's text."""
         request = uncordon_request(config_name)
         self.writer.set_annotations({Annotation.DESIRED_DRAIN: request})
-        if not self._wait(request):
+        timeout = min(self.timeout, UNCORDON_TIMEOUT)
+        if not self._wait(request, timeout=timeout):
             message = (
-                f"failed to uncordon node: {self.writer.node_name}: "
-                f"controller did not confirm {request}"
+                f"failed to uncordon node: {self.writer.node_name} after {_duration(timeout)}. "
+                "Please see machine-config-controller logs for more information"
             )
             raise _failed(self.events, Reason.FAILED_TO_UNCORDON, message)
 
-    def _wait(self, request: str, still_wanted: StillWanted | None = None) -> bool:
-        deadline = time.monotonic() + self.timeout
+    def _wait(
+        self, request: str, still_wanted: StillWanted | None = None, timeout: float | None = None
+    ) -> bool:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             if annotations_of(self.writer.get()).get(Annotation.LAST_APPLIED_DRAIN) == request:
                 return True

@@ -5,14 +5,15 @@ drain). Its ServiceAccount then needs to list pods and create evictions cluster-
 (``daemonset/optional/self-drain-rbac.yaml``): a token of one node could evict any pod.
 
 The node is uncordoned after the update only if mcd did the cordon (the annotation
-``mcd/cordoned-by``): a node an admin cordoned stays so.
+``mcd-project.github.io/cordoned-by``; ``mcd/cordoned-by``, an older agent's, is read and
+removed too): a node an admin cordoned stays so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from mcd.cluster.api import Kube
 from mcd.cluster.drain.errors import DEFAULT_TIMEOUT, DrainAbandoned, DrainError, StillWanted
@@ -23,8 +24,25 @@ from mcd.model.drain.report import not_evicted
 
 log = logging.getLogger(__name__)
 
-CORDONED_BY = "mcd/cordoned-by"
+CORDONED_BY = "mcd-project.github.io/cordoned-by"
 """Set when mcd cordoned the node, so that only mcd's own cordon is undone."""
+LEGACY_CORDONED_BY = "mcd/cordoned-by"
+"""The same mark as mcd wrote it before its annotations shared one domain: read (a node an
+older agent cordoned is still mcd's to uncordon) and removed, never written."""
+
+
+def cordoned_by(annotations: Mapping[str, str]) -> str | None:
+    """The config mcd cordoned the node for (either key); None when mcd did not cordon it."""
+    for key in (CORDONED_BY, LEGACY_CORDONED_BY):
+        if key in annotations:
+            return annotations[key]
+    return None
+
+
+def _marks(config_name: str | None) -> dict[str, str | None]:
+    """The annotation writes that leave mcd's mark set to ``config_name`` (None: removed)
+    under the current key only (a key already absent costs no write)."""
+    return {CORDONED_BY: config_name, LEGACY_CORDONED_BY: None}
 
 
 def _human(seconds: float) -> str:
@@ -72,15 +90,14 @@ class SelfDrainer:
 
     def cordon(self, config_name: str) -> None:
         node = self.writer.current()
-        if (node.get("spec") or {}).get("unschedulable") and CORDONED_BY not in annotations_of(
-            node
-        ):
+        mine = cordoned_by(annotations_of(node)) is not None
+        if (node.get("spec") or {}).get("unschedulable") and not mine:
             log.info(
                 "Node %s was already cordoned by someone else; it will stay cordoned",
                 self.node_name,
             )
             return
-        self.writer.set_unschedulable(True, {CORDONED_BY: config_name})
+        self.writer.set_unschedulable(True, _marks(config_name))
         if self.events:
             self.events.record(Reason.CORDON, "Cordoned node to apply update")
 
@@ -117,11 +134,11 @@ class SelfDrainer:
 
     def uncordon(self, config_name: str) -> None:
         node = self.writer.current()
-        if CORDONED_BY not in annotations_of(node):
+        if cordoned_by(annotations_of(node)) is None:
             if (node.get("spec") or {}).get("unschedulable"):
                 log.info("Leaving node %s cordoned: mcd did not cordon it", self.node_name)
             return
-        self.writer.set_unschedulable(False, {CORDONED_BY: None})
+        self.writer.set_unschedulable(False, _marks(None))
         if self.events:
             self.events.record(
                 Reason.UNCORDON,

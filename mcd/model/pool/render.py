@@ -46,6 +46,9 @@ ROLE_LABEL = "machineconfiguration.openshift.io/role"
 WORKER = "worker"
 GENERATED_BY = "machineconfiguration.openshift.io/generated-by-controller-version"
 RENDERED_PREFIX = "rendered-"
+OS_IMAGE_URL_OVERRIDDEN = "machineconfiguration.openshift.io/os-image-url-overridden"
+"""On a rendered config whose ``osImageURL`` is not the ControllerConfig's base image
+(upstream's ``OSImageURLOverriddenKey``, value ``"true"``)."""
 KERNEL_TYPES = ("default", "realtime", "64k-pages")
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
 INVALID_VERSION = (

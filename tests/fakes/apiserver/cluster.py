@@ -42,6 +42,7 @@ RESOURCES = [
     Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False, ("mcp",)),
     Resource("machineconfiguration.openshift.io", "v1", "pinnedimagesets", "PinnedImageSet", False, ()),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfignodes", "MachineConfigNode", False, ("mcn",)),
+    Resource("machineconfiguration.openshift.io", "v1", "internalreleaseimages", "InternalReleaseImage", False, ("iri",)),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, ()),
     Resource("machineconfiguration.openshift.io", "v1", "controllerconfigs", "ControllerConfig", False, ()),
     Resource("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", False, ()),
