@@ -20,6 +20,7 @@ Grant = tuple[str, str, tuple[str, ...]]
 HEADER = "| ServiceAccount (manifests) | nodes | pods | pods/eviction | other |"
 _REMARK = re.compile(r"\s*\([^()]*\)")
 _NAMES = re.compile(r"`([^`]+)`")
+_NAME_LIST = re.compile(r"`[^`]+`(?:/`[^`]+`)*")
 
 
 def table() -> list[list[str]]:
@@ -49,7 +50,7 @@ def _other(cell: str, above: set[Grant]) -> set[Grant]:
             continue
         main, _, status = entry.partition(" + status ")
         names = tuple(sorted(_NAMES.findall(main)))
-        words = _NAMES.sub("", main).replace("/ ", " ").split()
+        words = _NAME_LIST.sub("", main).split()
         assert len(words) == 2, f"not '<resource> [`name`] <verb>/<verb>': {entry!r}"
         resource, verbs = words
         found |= {(resource, v, names) for v in verbs.split("/")}
