@@ -43,17 +43,8 @@ from mcd.model.pool.rollout import condition
 from mcd.model.vocabulary import EMPTY_CONFIG_NAME, Annotation
 from tests.nodes.conftest import NODES, REPO, Installed, health_conf, host_kubeconfig
 from tests.nodes.kit import RealNodes, wait
-from tests.nodes.test_daemonset import (
-    FILE,
-    HELLO,
-    UNIT,
-    apply,
-    done_on,
-    hello_config,
-    machineconfig,
-    pool,
-    workload,
-)
+from tests.nodes.loop import FILE, HELLO, UNIT, hello_config, machineconfig, pool
+from tests.nodes.test_daemonset import apply, done_on, workload
 
 pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
 
