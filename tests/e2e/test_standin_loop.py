@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ class Workload:
                     load[p["spec"]["nodeName"]] += 1
             if not load:
                 return
-            self.cluster.pod(self.namespace, f"web-{next(self.serial)}", min(load, key=load.get),
+            self.cluster.pod(self.namespace, f"web-{next(self.serial)}", min(load, key=lambda n: load[n]),
                              labels=LABELS)  # fmt: skip
             pods = live_pods(self.cluster, self.namespace)
 
@@ -73,6 +74,14 @@ def budget_counts(cluster: TestCluster, namespace: str) -> bool:
         status.get("observedGeneration") == got["metadata"].get("generation")
         and status.get("currentHealthy") == REPLICAS
     )
+
+
+def validated(node: AgentNode) -> bool:
+    return "Validated on-disk state" in node.log()
+
+
+def schedulable(node: AgentNode) -> bool:
+    return not cordoned(node.node())
 
 
 @pytest.mark.usefixtures("_crds")
@@ -92,7 +101,7 @@ def test_the_real_node_loop_with_the_stand_in_kubelet(
             boot_on_rendered(cluster, node, initial)
         for node in nodes:  # the agents up and Done, as the real nodes' pods are
             node.wait_ready(timeout=60)
-            node.wait_for(lambda n=node: "Validated on-disk state" in n.log(), 60, "validated")
+            node.wait_for(partial(validated, node), 60, "the on-disk state validated")
             node.wait_state("Done", initial, timeout=60)
         apps = cluster.namespace("apps")
         workload = Workload(cluster, apps, names)
@@ -101,7 +110,7 @@ def test_the_real_node_loop_with_the_stand_in_kubelet(
         wait(lambda: budget_counts(cluster, apps), 60, "the budget counting both pods")
         workload.min_live = REPLICAS  # from here on, the budget holds it at 1 or more
 
-        stop, errors = threading.Event(), []
+        stop, errors = threading.Event(), list[BaseException]()
         feeder = run_in_background(workload.reconcile, stop, 0.1, errors)
         try:
             with Rebooter(nodes) as rebooter:
@@ -132,7 +141,7 @@ def test_the_real_node_loop_with_the_stand_in_kubelet(
             assert node.path(f"/etc/systemd/system/multi-user.target.wants/{UNIT}").is_symlink()
             assert node.reboots_requested() == before[node.name] + 1
             assert "rebooted" in steps[node.name] and "drained" in steps[node.name]
-            wait(lambda n=node: not cordoned(n.node()), 60, f"{node.name} uncordoned")
+            wait(partial(schedulable, node), 60, f"{node.name} uncordoned")
             assert node.annotations()[Annotation.LAST_APPLIED_DRAIN] == f"uncordon-{config}"
         first, second = sorted(names, key=lambda n: steps[n]["done"])
         assert steps[first]["drained"] <= steps[first]["rebooted"] <= steps[first]["done"]
