@@ -303,5 +303,8 @@ def test_a_node_that_boots_later_joins_the_pool_and_ends_done_on_its_config(
         return (status.get("machineCount"), status.get("updatedMachineCount")) == (3, 3)
 
     wait(counted, 120, "the pool counting 3 nodes, 3 updated", logs)
+    pod = installed.agent_pod(JOINER)
+    assert pod is not None
+    restarts = [c.get("restartCount") for c in pod["status"]["containerStatuses"]]
     print(f"\nreal nodes, {JOINER} joined: node-up to Done on {EMPTY_CONFIG_NAME} "
-          f"{joined:.1f} s, to Done on {config} {done:.1f} s")  # fmt: skip
+          f"{joined:.1f} s, to Done on {config} {done:.1f} s; agent pod restarts {restarts}")  # fmt: skip
