@@ -1,6 +1,7 @@
 """Fixtures for the tests on real nodes (:mod:`tests.nodes.kit`).
 
-``installed`` (one per module: its nodes are shared by the module's tests) builds the image
+``installed`` (one per session: its nodes are shared by the tests of every module, in file
+order: the rollout of ``test_daemonset``, then the journeys of ``test_journeys``) builds the image
 (``make image``'s recipe), brings up the control plane and two nodes, loads the image into
 them and applies the plain-Kubernetes install (``kubectl apply -k``) through an overlay in a
 temp dir that only points the images at the loaded one and adapts what two nodes sharing one
@@ -161,7 +162,7 @@ class Installed:
         return f"--- agent on {node}:\n{done.stdout}{done.stderr}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     why = kit.unavailable() or image.unavailable()
     if why:

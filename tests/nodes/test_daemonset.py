@@ -23,6 +23,7 @@ from mcd.model.vocabulary import Annotation
 from tests.nodes import image, kit
 from tests.nodes.conftest import IMAGE, INITIAL, NODES, Installed
 from tests.nodes.kit import RealNodes, wait
+from tests.nodes.loop import FILE, HELLO, UNIT, Timeline, hello_config, pool
 
 pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
 WHY_NOT = kit.unavailable() or image.unavailable()
@@ -30,16 +31,7 @@ if WHY_NOT:  # one line, the kit's own reason
     pytest.skip(f"real nodes: {WHY_NOT}", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[2]
-FILE = "/etc/mcd-realnode/hello.conf"
-UNIT = "mcd-realnode-hello.service"
 Obj = dict[str, Any]
-
-
-def machineconfig(name: str, config: Obj, role: str | None = None) -> Obj:
-    labels = {"machineconfiguration.openshift.io/role": role} if role else {}
-    return {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"config": {"ignition": {"version": "3.4.0"}, **config}}}  # fmt: skip
 
 
 def apply(nodes: RealNodes, *docs: Obj) -> None:
@@ -75,11 +67,6 @@ def test_the_agent_pods_take_the_install_handoff_and_report_done(installed: Inst
 # -- the rollout loop ----------------------------------------------------------------------------
 
 WORKLOAD = "web"
-HELLO = "hello from mcd on a real node\n"
-UNIT_TEXT = (
-    "[Unit]\nDescription=mcd realnode test\n[Service]\nType=oneshot\n"
-    "ExecStart=/bin/true\nRemainAfterExit=yes\n[Install]\nWantedBy=multi-user.target\n"
-)
 
 
 def workload() -> list[Obj]:
@@ -102,62 +89,24 @@ def workload() -> list[Obj]:
     return [deployment, pdb]
 
 
-def pool() -> Obj:
-    return {
-        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-        "metadata": {"name": "worker"},
-        "spec": {
-            "machineConfigSelector": {"matchLabels": {
-                "machineconfiguration.openshift.io/role": "worker"}},
-            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
-            "maxUnavailable": 1,
-        },
-    }  # fmt: skip
-
-
-def hello_config() -> Obj:
-    return machineconfig("50-worker-hello", {
-        "storage": {"files": [{"path": FILE, "mode": 0o644,
-                               "contents": {"source": "data:," + HELLO.replace(" ", "%20")
-                                            .replace("\n", "%0A")}}]},
-        "systemd": {"units": [{"name": UNIT, "enabled": True, "contents": UNIT_TEXT}]},
-    }, role="worker")  # fmt: skip
-
-
-class Watch:
-    """When each node first showed each step of its update (seconds since the start)."""
+class Watch(Timeline):
+    """Each node's steps, from its annotations and its container's exits (a reboot), and the
+    fewest healthy pods the budget saw."""
 
     def __init__(self, nodes: RealNodes, target: str) -> None:
+        super().__init__(list(NODES), target, time.monotonic())
         self.nodes = nodes
-        self.target = target
-        self.start = time.monotonic()
-        self.seen: dict[str, dict[str, float]] = {n: {} for n in NODES}
         self.exits = {n: len(nodes.exits(n)) for n in NODES}
         self.min_healthy = 2
 
-    def _mark(self, node: str, step: str, now: float) -> None:
-        self.seen[node].setdefault(step, now)
-
     def poll(self) -> bool:
-        now = time.monotonic() - self.start
+        now = time.monotonic()
         for node in NODES:
-            a = self.nodes.annotations(node)
-            desired_drain = a.get(Annotation.DESIRED_DRAIN, "")
-            if a.get(Annotation.DESIRED_CONFIG) == self.target:
-                self._mark(node, "targeted", now)
-            if desired_drain.startswith("drain-"):
-                self._mark(node, "drain asked", now)
-                if a.get(Annotation.LAST_APPLIED_DRAIN) == desired_drain:
-                    self._mark(node, "drained", now)
-            if a.get(Annotation.STATE) == "Working":
-                self._mark(node, "working", now)
-            if len(self.nodes.exits(node)) > self.exits[node]:
-                self._mark(node, "rebooted", now)
-            if (a.get(Annotation.CURRENT_CONFIG), a.get(Annotation.STATE)) == (self.target, "Done"):
-                self._mark(node, "done", now)
+            rebooted = len(self.nodes.exits(node)) > self.exits[node]
+            self.see(node, self.nodes.annotations(node), rebooted, now)
         pdb = self.nodes.get("pdb", "-n", "default", WORKLOAD).get("status") or {}
         self.min_healthy = min(self.min_healthy, int(pdb.get("currentHealthy", 2)))
-        return all("done" in self.seen[n] for n in NODES)
+        return self.done()
 
 
 def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
@@ -188,8 +137,7 @@ def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
     watch = Watch(nodes, target)
     wait(watch.poll, 900, f"both nodes Done on {target}", logs)
     steps = watch.seen
-    rounded = {n: {k: round(v, 1) for k, v in steps[n].items()} for n in NODES}
-    print(f"\nreal-node rollout to {target} (s since it was rendered): {rounded}")
+    print("\n" + watch.line("real-node"))
     installed.timings["rollout"] = max(steps[n]["done"] for n in NODES)
     for node in NODES:
         # what a user sees on the node: the file, the unit known to the node's systemd
