@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test unit fake-stage test-real real-stage image test-nodes bench bench-ratios faults scale rollout fleet idle-footprint format \
+.PHONY: demo lint test unit fake-stage cluster-stages test-real real-stage image test-nodes bench bench-ratios faults scale rollout fleet idle-footprint format \
 	mutation mutation-report mutation-retest
 
 # Apply worker-1 to an empty root, then update it to worker-2: the plan first, then the
@@ -111,7 +111,12 @@ fleet:
 idle-footprint:
 	$(BIN)/python -m bench.idle_footprint
 
-test: lint fake-stage real-stage test-nodes bench-ratios
+# The real-cluster and real-node stages side by side (both mostly wait: on API servers, agents,
+# boots), each one's output kept together and shown when it ends
+cluster-stages:
+	$(MAKE) --no-print-directory -j2 --output-sync=target real-stage test-nodes
+
+test: lint fake-stage cluster-stages bench-ratios
 
 # Mutation testing of mcd/model with the unit tests (mutmut; config in pyproject.toml), on
 # demand: not part of make test. mutmut tests in mutants/, a copy of mcd/ (only mcd/model
