@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.model.planning.plan import Cost
 from mcd.model.pool.hygiene import cap
 from mcd.model.pool.pools import NodeView, max_unavailable, target_of, upstream_order
 from mcd.model.pool.windows import WindowState
+from mcd.model.reboots.schedule import RebootDemand, choose
 from mcd.model.text import goquote
 
 Obj = dict[str, Any]
@@ -73,6 +74,10 @@ class Rollout:
     last: tuple[str, ...] = ()
     """Of the waiting nodes, those put last: a budget would block their drain now, or their
     drain timed out (released)."""
+    reboots: tuple[str, ...] = ()
+    """Nodes whose OS asked for a reboot that get a slot for it now (:mod:`mcd.model.reboots`)."""
+    reboot_waits: Mapping[str, str] = field(default_factory=dict)
+    """Nodes whose OS asked for a reboot that wait, each with why."""
 
 
 def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
@@ -93,6 +98,7 @@ def plan_rollout(
     released: Collection[str] = (),
     halted: bool = False,
     only: Collection[str] | None = None,
+    reboots: RebootDemand | None = None,
 ) -> Rollout:
     """The nodes to move to the pool's target config now.
 
@@ -102,6 +108,8 @@ def plan_rollout(
     (upstream order within each group); nodes whose drain timed out (``released``) are
     taken only once no other node waits. ``halted`` (the rollout policy halted the pool)
     stops the rollout like ``paused``; ``only`` limits the candidates to a canary wave.
+    ``reboots``: the nodes whose OS asks for a reboot are candidates too, through the same
+    filters, after the updates, in the slots the updates leave (``Rollout.reboots``).
     """
     target = target_of(pool)
     if not target:
@@ -109,17 +117,23 @@ def plan_rollout(
     spec = pool.get("spec") or {}
     need = [n for n in nodes if n.desired != target]
     waiting = tuple(n.name for n in upstream_order(need))
+    demand = reboots or RebootDemand()
     if spec.get("paused"):
-        return Rollout(waiting=waiting, blocked=PAUSED)
+        return Rollout(waiting=waiting, blocked=PAUSED, reboot_waits=demand.waiting("pool paused"))
     if halted:
-        return Rollout(waiting=waiting, blocked=HALTED)
+        why = "rollout halted (see RolloutHalted)"
+        return Rollout(waiting=waiting, blocked=HALTED, reboot_waits=demand.waiting(why))
     try:
         limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
     except ValueError as e:
-        return Rollout(waiting=waiting, blocked=INVALID, error=str(e))
+        why = f"invalid maxUnavailable: {e}"
+        return Rollout(waiting=waiting, blocked=INVALID, error=str(e),
+                       reboot_waits=demand.waiting(why))  # fmt: skip
     failing = tuple(n.name for n in nodes if n.desired == target and n.degraded)
     if failing:
-        return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing)
+        why = f"{', '.join(failing[:3])} failed to apply {target}"
+        return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing,
+                       reboot_waits=demand.waiting(why))  # fmt: skip
     unavailable = sum(1 for n in nodes if n.unavailable)
     capacity = limit - unavailable
     # Upstream: nodes failing this config count against availability too.
@@ -127,21 +141,39 @@ def plan_rollout(
     # Failed on a target the pool no longer wants and left cordoned or NotReady: counted
     # unavailable above already, so retargeting it costs no capacity; it goes first.
     stranded = [n for n in need if stranded_on_old_target(n)]
-    candidates = [n for n in need if n.schedulable_and_ready]
+    wanted = demand.wanted  # OS reboots: the same candidates' filters, below
+    os_wanted = [n for n in nodes if n.name in wanted and n.desired == target]
+    on_target = {n.name for n in os_wanted}
+    os_waits = dict.fromkeys(sorted(wanted - on_target), f"the update to {target} first")
+    os_waits |= {n.name: "node not Ready or cordoned" for n in os_wanted
+                 if not n.schedulable_and_ready}  # fmt: skip
+    candidates = [n for n in need + os_wanted if n.schedulable_and_ready]
     outside_wave = False
     if only is not None:
-        outside_wave = any(n.name not in only for n in candidates + stranded)
+        outside_wave = any(n.name not in only and n.name not in on_target
+                           for n in candidates + stranded)  # fmt: skip
+        os_waits |= {n.name: "outside the canary wave" for n in candidates
+                     if n.name in on_target and n.name not in only}  # fmt: skip
         candidates = [n for n in candidates if n.name in only]
         stranded = [n for n in stranded if n.name in only]
     held: list[str] = []
     if window is not None and not window.open:
-        held = [n.name for n in candidates + stranded if _held(n, costs, rebootless_anytime)]
+        held = [n.name for n in candidates + stranded
+                if n.name in on_target or _held(n, costs, rebootless_anytime)]  # fmt: skip
         candidates = [n for n in candidates if n.name not in held]
         stranded = [n for n in stranded if n.name not in held]
+        os_waits |= {n: window.describe() for n in held if n in on_target}
+        held = [n for n in held if n not in on_target]
     ordered, last = drain_order(candidates, drain_blocked or {}, released)
+    os_ordered = [n.name for n in ordered if n.name in on_target]
+    ordered = [n for n in ordered if n.name not in on_target]
+    last = tuple(n for n in last if n not in on_target)
     free = upstream_order(stranded)
+    spare = max(capacity, 0) - len(ordered[: max(capacity, 0)])
+    boots, os_waits = choose(demand, os_ordered, spare, os_waits)
     if capacity <= 0 and not free:
-        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last)
+        return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last,
+                       reboot_waits=os_waits)  # fmt: skip
     chosen = free + ordered[: max(capacity, 0)]
     chosen_names = {n.name for n in chosen}
     blocked = ""
@@ -158,6 +190,8 @@ def plan_rollout(
         capacity=max(capacity, 0),
         blocked=blocked,
         last=tuple(n for n in last if n not in chosen_names),
+        reboots=boots,
+        reboot_waits=os_waits,
     )
 
 
