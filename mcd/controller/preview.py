@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from mcd.controller.osreboots.preview import RebootRow, reboot_rows
 from mcd.model.errors import ConfigError
 from mcd.model.machineconfig import machine_config_from_object
 from mcd.model.planning.applicability import HostSupport, host_support_of
@@ -82,6 +83,9 @@ class PoolPreview:
     rollout_policy: Mapping[str, str] | None = None
     """:func:`policy_summary`: the rollout policy, the canary's state, a halt and what
     resumes it."""
+    os_reboots: tuple[str, tuple[RebootRow, ...]] = ("", ())
+    """The OS reboot policy in words, and each node's OS reboot
+    (:mod:`mcd.controller.osreboots`)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -95,6 +99,10 @@ class PoolPreview:
             "renderError": self.render_error,
             "rolloutPolicy": dict(self.rollout_policy or {}),
             "nodes": [n.to_json() for n in self.nodes],
+            "osReboots": {
+                "policy": self.os_reboots[0],
+                "nodes": [r.to_json() for r in self.os_reboots[1]],
+            },
         }
 
 
@@ -123,7 +131,8 @@ def preview_pool(
         error = str(e)
         if target in configs:
             target_spec = configs[target]
-    views = [NodeView.of(n) for n in nodes_for_pool(pool, pools, nodes)]
+    members = {name_of(n): n for n in nodes_for_pool(pool, pools, nodes)}
+    views = [NodeView.of(n) for n in members.values()]
     limit = max_unavailable(spec.get("maxUnavailable"), len(views))
     pending = upstream_order([v for v in views if v.desired != target or not v.done])
     batch_of = {v.name: i // limit + 1 for i, v in enumerate(pending)}
@@ -144,6 +153,7 @@ def preview_pool(
         nodes=tuple(rows),
         render_error=error,
         rollout_policy=policy_summary(pool),
+        os_reboots=reboot_rows(pool, views, members, datetime.now(UTC), window),
     )
 
 
@@ -220,6 +230,9 @@ def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
     for n in p.nodes:
         if n.reason:
             lines.append(f"{n.name}: {n.reason}")
+    if p.os_reboots[0]:
+        lines.append(f"OS reboots: {p.os_reboots[0]}")
+    lines += [r.line() for r in p.os_reboots[1]]
     return "\n".join(lines) + "\n"
 
 
