@@ -5,7 +5,8 @@ the real kube-apiserver).
 1. Unattended upgrades leave ``/var/run/reboot-required`` on two nodes: each agent says so on
    its Node (``reboot-required``, naming the file), its MachineConfigNode
    (``RebootRequired``) and ``mcd_reboot_required``; nothing reboots while the pool's
-   rollout policy has no ``"osReboots": true``, and ``mcd plan --pool`` says why.
+   rollout policy has no ``"osReboots": true``, and ``mcd plan --pool`` and ``mcd status
+   --cluster`` say why.
 2. ``"osReboots": true`` with ``maxUnavailable: 1``: the first node gets the slot, is drained
    by the drain controller and reboots; a MachineConfig that needs a reboot on every node,
    created meanwhile, waits for that slot. Both kinds finish; over every Node version the
@@ -121,6 +122,9 @@ def test_os_reboots_and_an_update_share_the_pool_slots(
         assert (f'{nodes[0].name}: OS reboot not scheduled (asked by {SENTINEL} since '
                 in shown.stdout), shown.stdout  # fmt: skip
         assert 'the rollout policy has no "osReboots": true' in shown.stdout
+        fleet = mcd(cluster, "status", "--cluster")
+        assert f"node {nodes[1].name}: OS reboot not scheduled (asked by {SENTINEL}" in (
+            fleet.stdout), fleet.stdout + fleet.stderr  # fmt: skip
         assert all(n.reboots_requested() == 0 for n in nodes)
 
         # 2. OS reboots on; a reboot update arrives while the first OS reboot holds the slot
