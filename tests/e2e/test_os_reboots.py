@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from mcd.cluster.configs import MACHINECONFIGS
 from mcd.cluster.node import annotations_of
@@ -56,15 +57,14 @@ from tests.e2e.test_rollback import mcd
 from tests.e2e.test_update_metrics import value
 from tests.fakes.kubecluster import TestCluster
 
-Obj = dict[str, object]
+Obj = dict[str, Any]
 SENTINEL = "/var/run/reboot-required"
 MCN = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes"
 
 
 def out(node: Obj) -> bool:
     """Unavailable as the pool counts it: updating, cordoned, or an OS reboot under way."""
-    annotations = annotations_of(node)  # type: ignore[arg-type]
-    return _unavailable(node) or NodeReboot.of(annotations).pending  # type: ignore[arg-type]
+    return _unavailable(node) or NodeReboot.of(annotations_of(node)).pending
 
 
 def asks(node: AgentNode) -> str:
@@ -109,8 +109,11 @@ def test_os_reboots_and_an_update_share_the_pool_slots(
         for node in nodes[:2]:
             node.path("/run/reboot-required").write_text("*** System restart required ***\n")
         for node in nodes[:2]:
-            node.wait_for(lambda n=node: json.loads(asks(n) or "{}").get("source") == SENTINEL,
-                          30, "reboot-required on the Node")  # fmt: skip
+
+            def reported(n: AgentNode = node) -> bool:
+                return bool(json.loads(asks(n) or "{}").get("source") == SENTINEL)
+
+            node.wait_for(reported, 30, "reboot-required on the Node")
             assert value(node, "mcd_reboot_required") == 1
             mcn = cluster.kube.request("GET", f"{MCN}/{node.name}")
             found = [c for c in mcn["status"]["conditions"] if c["type"] == m.REBOOT_REQUIRED]
