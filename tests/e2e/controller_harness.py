@@ -245,9 +245,7 @@ def replay_unavailable(
             continue
         state[name] = change.obj
         for pool_name in peak:
-            count = sum(
-                1 for n, obj in state.items() if members[n] == pool_name and rule(obj)
-            )
+            count = sum(1 for n, obj in state.items() if members[n] == pool_name and rule(obj))
             peak[pool_name] = max(peak[pool_name], count)
     return peak
 

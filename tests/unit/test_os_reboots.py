@@ -78,6 +78,8 @@ def test_a_requested_reboot_holds_a_slot_until_answered() -> None:
     assert NodeView.of(rebooting).unavailable
     r = plan(pool({"osReboots": True}), [rebooting, node("n2", **asks()), node("n3", "r1")])
     assert r.targets == () and r.reboots == () and r.blocked == "capacity"
+    r = plan(pool({"osReboots": True}, 2), [node("n1", "r1", **asked), node("n3", "r1")])
+    assert r.targets == ("n3",), "no update while its OS reboot is under way"
     done = done_value(asked[REQUESTED_ANNOTATION], "2026-11-27T11:05:00Z")
     answered = node("n1", **{REQUESTED_ANNOTATION: asked[REQUESTED_ANNOTATION],
                              DONE_ANNOTATION: done})  # fmt: skip

@@ -147,7 +147,8 @@ def plan_rollout(
     os_waits = dict.fromkeys(sorted(wanted - on_target), f"the update to {target} first")
     os_waits |= {n.name: "node not Ready or cordoned" for n in os_wanted
                  if not n.schedulable_and_ready}  # fmt: skip
-    candidates = [n for n in need + os_wanted if n.schedulable_and_ready]
+    # a node rebooting for its OS is no candidate until it answered (it may not be cordoned yet)
+    candidates = [n for n in need + os_wanted if n.schedulable_and_ready and not n.rebooting]
     outside_wave = False
     if only is not None:
         outside_wave = any(n.name not in only and n.name not in on_target
