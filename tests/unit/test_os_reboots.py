@@ -17,7 +17,7 @@ from mcd.host.checks.sentinel import reboot_required
 from mcd.host.rootfs import Root
 from mcd.model.pool.canary import POLICY_ANNOTATION, parse_policy
 from mcd.model.pool.pools import NodeView
-from mcd.model.pool.rollout import plan_rollout
+from mcd.model.pool.rollout import calculate_status, plan_rollout
 from mcd.model.pool.windows import WindowState
 from mcd.model.reboots.requests import (
     DONE_ANNOTATION,
@@ -80,6 +80,13 @@ def test_a_requested_reboot_holds_a_slot_until_answered() -> None:
     assert r.targets == () and r.reboots == () and r.blocked == "capacity"
     r = plan(pool({"osReboots": True}, 2), [node("n1", "r1", **asked), node("n3", "r1")])
     assert r.targets == ("n3",), "no update while its OS reboot is under way"
+    status = calculate_status(pool({"osReboots": True}), [NodeView.of(rebooting)], "now")
+    assert status["unavailableMachineCount"] == 1
+    updating = next(c for c in status["conditions"] if c["type"] == "Updating")
+    assert (
+        updating["message"]
+        == "All nodes are updating to MachineConfig r2; OS reboot of n1 under way"
+    )
     done = done_value(asked[REQUESTED_ANNOTATION], "2026-11-27T11:05:00Z")
     answered = node("n1", **{REQUESTED_ANNOTATION: asked[REQUESTED_ANNOTATION],
                              DONE_ANNOTATION: done})  # fmt: skip

@@ -307,6 +307,8 @@ def calculate_status(
                     f"; {len(rollout.held)} nodes wait for the maintenance window "
                     f"({window.describe()})"
                 )
+            if rebooting := [n.name for n in nodes if n.rebooting]:
+                message += f"; OS reboot of {', '.join(rebooting[:10])} under way"
             if rollout is not None and rollout.last:
                 message += (
                     f"; last: {', '.join(rollout.last[:10])}"
