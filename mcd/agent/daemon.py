@@ -34,7 +34,6 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from types import FrameType
 from typing import TypeVar
@@ -42,11 +41,13 @@ from typing import TypeVar
 from mcd.agent.boot import rebootstrap
 from mcd.agent.boot.firstrun import boot
 from mcd.agent.commands.once import node_for
+from mcd.agent.options import Options
 from mcd.agent.pinning import manager as pinning
 from mcd.agent.releaseimage import manager as releaseimage
 from mcd.agent.report import previouslogs
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.rebootwish import RebootWish
 from mcd.agent.report.sidewatch import LoginReporter, poll_kubelet
 from mcd.agent.report.startup import log_system_data_in_background
 from mcd.agent.report.status import NodeStatus
@@ -66,10 +67,9 @@ from mcd.cluster.drain import ControllerDrainer, Drainer, DrainError, SelfDraine
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.mcn import MachineConfigNodeReporter
 from mcd.cluster.node import NodeWriter
-from mcd.cluster.nodelease import DEFAULT_DURATION, NodeLease
+from mcd.cluster.nodelease import NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
-from mcd.host.checks.kubelet import DEFAULT_ENDPOINT
 from mcd.host.errors import HostError
 from mcd.host.osupdate.osrelease import read_os_release
 from mcd.host.rootfs import Root
@@ -85,24 +85,6 @@ EXPECTED = (SyncError, UpdateError, ApiError, DrainError, HostError, SystemdErro
             ConfigError, OSError)  # fmt: skip
 
 
-@dataclass
-class Options:
-    node_name: str
-    root_mount: str = "/rootfs"
-    kubeconfig: str | None = None
-    drain_mode: str = "controller"
-    metrics_url: str = "127.0.0.1:8797"
-    kubelet_healthz_enabled: bool = True
-    kubelet_healthz_endpoint: str = DEFAULT_ENDPOINT
-    kubelet_interval: float = 30.0
-    login_monitor: bool = True
-    drain_timeout: float = 3600.0
-    min_backoff: float = 1.0
-    max_backoff: float = 60.0
-    resync_interval: float = 300.0
-    lease_duration: int = DEFAULT_DURATION
-
-
 class Agent:
     def __init__(self, options: Options, kube: Kube | None = None) -> None:
         self.options = options
@@ -113,7 +95,9 @@ class Agent:
         writer = NodeWriter(self.kube, name)
         events = EventRecorder(self.kube, name, background=True)
         self.metrics = Metrics()
-        watch_node(self.metrics, root, host.boot_id)
+        wish = RebootWish(root, options.reboot_sentinel, options.reboot_sentinel_command,
+                          options.reboot_check_period)  # fmt: skip
+        watch_node(self.metrics, root, host.boot_id, lambda: bool(wish.source))
         status = NodeStatus(writer, self.metrics)
         drainer: Drainer
         if options.drain_mode == "controller":
@@ -133,6 +117,7 @@ class Agent:
             SigtermGuard(events),
         )  # fmt: skip
         self.ctx.mcn = MachineConfigNodeReporter(self.kube, name)  # shared with pinned images
+        self.ctx.wish = wish
         self.pinned = pinning.PinnedImages(
             self.kube, name, root, host.effects.systemd, self.ctx.mcn,
             known_node=lambda: writer.current() if self.watch.live() else None,
@@ -362,12 +347,15 @@ class Agent:
         except HostError as e:
             log.warning("%s", e)
             self.metrics.set_host_os("unsupported", "")
+        wish = self.ctx.wish
+        assert wish is not None
         self._start("lease", lambda: self.lease.keep(self.stop, self._lease_lost))
         self._start("watch", lambda: self.watch.run(self.stop))
         self._start("worker", self._work)
         self._start("certificates", lambda: run_certificate_writer(self.ctx, self.stop, self.wake))
         self._start("pinned-images", lambda: pinning.serve(self.pinned, self.stop))
         self._start("release-images", lambda: releaseimage.serve(self.release_images, self.stop))
+        self._start("reboot-wish", lambda: wish.watch(self.stop, self.wake))
         if self.options.kubelet_healthz_enabled:
             self._start("kubelet-health", lambda: poll_kubelet(
                 self.options.kubelet_healthz_endpoint, self.options.kubelet_interval,

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
-from mcd.agent.daemon import Agent, Options
+from mcd.agent.daemon import Agent
+from mcd.agent.options import Options
 from mcd.agent.sync.ownership import StartRefused
 from mcd.cli import pools
 from mcd.cli.common import (
@@ -35,6 +36,7 @@ from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
+from mcd.model.reboots.requests import DEFAULT_SENTINEL
 
 
 @click.command("start")
@@ -71,6 +73,15 @@ from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
               help="Seconds between kubelet health checks.")  # fmt: skip
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
               help="Log lines on stderr as text, or one JSON object each.")  # fmt: skip
+@click.option("--reboot-sentinel", default=DEFAULT_SENTINEL, show_default=True,
+              help="A file under the root whose presence means the OS asks for a reboot "
+              "(kured's --reboot-sentinel); '' for none.")  # fmt: skip
+@click.option("--reboot-sentinel-command", default="", metavar="COMMAND",
+              help="A shell command run in the node's root; exit 0 means the OS asks for a "
+              "reboot (kured's --reboot-sentinel-command; replaces the file's test).")  # fmt: skip
+@click.option("--reboot-check-period", type=click.FloatRange(min=1), default=60.0,
+              show_default=True, help="Seconds between looks for a reboot the OS asks for "
+              "(kured's --period).")  # fmt: skip
 @output_options
 def start_command(
     node_name: str | None,
@@ -85,6 +96,9 @@ def start_command(
     kubelet_healthz_endpoint: str,
     kubelet_healthz_interval: float,
     log_format: str,
+    reboot_sentinel: str,
+    reboot_sentinel_command: str,
+    reboot_check_period: float,
 ) -> None:
     """Run the agent: keep this node on its desiredConfig until stopped.
 
@@ -111,7 +125,8 @@ def start_command(
         kubelet_healthz_enabled=kubelet_healthz_enabled,
         kubelet_healthz_endpoint=kubelet_healthz_endpoint,
         kubelet_interval=kubelet_healthz_interval, resync_interval=resync_interval,
-        lease_duration=lease_duration,
+        lease_duration=lease_duration, reboot_sentinel=reboot_sentinel,
+        reboot_sentinel_command=reboot_sentinel_command, reboot_check_period=reboot_check_period,
     )  # fmt: skip
     try:
         kube = Kube(load_client(kubeconfig, root_mount=str(root)))

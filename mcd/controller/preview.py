@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from mcd.controller.osreboots.preview import RebootRow, reboot_rows
 from mcd.model.disruption.policy import DEFAULT_POLICIES, DisruptionPolicies
 from mcd.model.errors import ConfigError
 from mcd.model.holds.gates import HELD as GATE_HELD
@@ -87,6 +88,9 @@ class PoolPreview:
     resumes it."""
     policy_source: str = DEFAULT_POLICIES.source
     """Where the node disruption policies the costs were planned with came from."""
+    os_reboots: tuple[str, tuple[RebootRow, ...]] = ("", ())
+    """The OS reboot policy in words, and each node's OS reboot
+    (:mod:`mcd.controller.osreboots`)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -101,6 +105,10 @@ class PoolPreview:
             "rolloutPolicy": dict(self.rollout_policy or {}),
             "policySource": self.policy_source,
             "nodes": [n.to_json() for n in self.nodes],
+            "osReboots": {
+                "policy": self.os_reboots[0],
+                "nodes": [r.to_json() for r in self.os_reboots[1]],
+            },
         }
 
 
@@ -131,7 +139,8 @@ def preview_pool(
         error = str(e)
         if target in configs:
             target_spec = configs[target]
-    views = [NodeView.of(n) for n in nodes_for_pool(pool, pools, nodes)]
+    members = {name_of(n): n for n in nodes_for_pool(pool, pools, nodes)}
+    views = [NodeView.of(n) for n in members.values()]
     limit = max_unavailable(spec.get("maxUnavailable"), len(views))
     pending = upstream_order([v for v in views if v.desired != target or not v.done])
     batch_of = {v.name: i // limit + 1 for i, v in enumerate(pending)}
@@ -154,6 +163,7 @@ def preview_pool(
         render_error=error,
         rollout_policy=policy_summary(pool),
         policy_source=policies.source,
+        os_reboots=reboot_rows(pool, views, members, datetime.now(UTC), window),
     )
 
 
@@ -238,6 +248,9 @@ def describe_preview(p: PoolPreview, now: datetime | None = None) -> str:
     for n in p.nodes:
         if n.reason:
             lines.append(f"{n.name}: {n.reason}")
+    if p.os_reboots[0]:
+        lines.append(f"OS reboots: {p.os_reboots[0]}")
+    lines += [r.line() for r in p.os_reboots[1]]
     return "\n".join(lines) + "\n"
 
 

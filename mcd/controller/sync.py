@@ -28,6 +28,7 @@ from mcd.controller.conditions.window import WindowWaits
 from mcd.controller.drain import DrainPolicy
 from mcd.controller.holds.step import HoldStep, costs_of
 from mcd.controller.metrics import PROGRESS, Estimates
+from mcd.controller.osreboots import step as osreboots
 from mcd.controller.policy import PolicyStep, Restarts
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import QUEUED, TAINT_BATCH, InFlight, NodeWrites
@@ -244,6 +245,7 @@ class Syncer:
         drain.conditions(self.writer, self.drain_blocked(), pool, views, found, stamp)
         self.policy_step.report(pool, gate, policy_error, found, stamp)
         self.holds.report(pool, rollout, found, stamp)  # type: ignore[union-attr]
+        osreboots.report(self.writer, pool, rollout, found, stamp, self.observe_node, latest)
         note = self.estimates.note(PoolReport(name, rollout, status), target_of(pool),
                                    snap.membership.nodes_of(name), now.timestamp())  # fmt: skip
         if note:  # a condition of its own: Updating's message keeps upstream's words
@@ -338,7 +340,7 @@ class Syncer:
         forecast = self.drain_forecast() if any(v.desired != target for v in views) else {}
         rollout = holds.plan(pool, lambda hold, gated: plan_rollout(  # the gates' one place
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
-            drain_blocked=forecast,
+            drain_blocked=forecast, reboots=osreboots.demand(pool, views, latest, self.clock()),
             released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
             halted=bool(policy_error) or (gate is not None and gate.halted),
             only=gate.only if gate is not None else None, hold=hold, gated=gated,

@@ -227,12 +227,14 @@ def history_mark(fake: FakeApiServer) -> tuple[int, dict[str, Obj]]:
 
 
 def replay_unavailable(
-    fake: FakeApiServer, members: dict[str, str], mark: tuple[int, dict[str, Obj]]
-) -> dict[str, int]:
+    fake: FakeApiServer, members: dict[str, str], mark: tuple[int, dict[str, Obj]],
+    unavailable: Callable[[Obj], bool] | None = None,
+) -> dict[str, int]:  # fmt: skip
     """The most nodes of each pool that were unavailable at once, over every Node version the
     API server stored since ``mark``: a node counts from its desiredConfig leaving
     currentConfig (or a cordon, or a state other than Done) until it is Done and
-    schedulable again."""
+    schedulable again (``unavailable``: another rule)."""
+    rule = unavailable or _unavailable
     since, state = mark[0], dict(mark[1])
     peak = dict.fromkeys(set(members.values()), 0)
     with fake.store.lock:
@@ -243,9 +245,7 @@ def replay_unavailable(
             continue
         state[name] = change.obj
         for pool_name in peak:
-            count = sum(
-                1 for n, obj in state.items() if members[n] == pool_name and _unavailable(obj)
-            )
+            count = sum(1 for n, obj in state.items() if members[n] == pool_name and rule(obj))
             peak[pool_name] = max(peak[pool_name], count)
     return peak
 
@@ -262,8 +262,10 @@ class NodeMonitor:
     """For a real cluster (no stored history to replay): a watch on all Nodes, the peak of
     unavailable nodes per pool computed after every event the API server sends."""
 
-    def __init__(self, cluster: TestCluster, members: dict[str, str]) -> None:
+    def __init__(self, cluster: TestCluster, members: dict[str, str],
+                 unavailable: Callable[[Obj], bool] | None = None) -> None:  # fmt: skip
         self.members = members
+        self.unavailable = unavailable or _unavailable
         self.peak = dict.fromkeys(set(members.values()), 0)
         self.events = 0
         self.stop = threading.Event()
@@ -284,5 +286,5 @@ class NodeMonitor:
         nodes = {n["metadata"]["name"]: n for n in self.informer.items()}
         for pool_name in self.peak:
             count = sum(1 for n, obj in nodes.items()
-                        if self.members.get(n) == pool_name and _unavailable(obj))  # fmt: skip
+                        if self.members.get(n) == pool_name and self.unavailable(obj))  # fmt: skip
             self.peak[pool_name] = max(self.peak[pool_name], count)

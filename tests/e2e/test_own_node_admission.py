@@ -17,6 +17,7 @@ import yaml
 
 from mcd.cluster.api import ApiError, Kube, load_client
 from mcd.cluster.node import annotations_of
+from mcd.model.reboots.requests import DONE_ANNOTATION, REQUESTED_ANNOTATION, REQUIRED_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.conftest import NodeFactory
@@ -358,11 +359,17 @@ def test_a_stolen_agent_token_reaches_no_further_than_its_own_node(
         assert write_as(agent, "PATCH", own, {"metadata": {"annotations": {
             Annotation.STATE: "Done", "mcd-project.github.io/cordoned-by": "mcd",
             "mcd-project.github.io/joined-with": "0123456789abcdef.0a1b2c3d"}}}) is None  # fmt: skip
+        assert write_as(agent, "PATCH", own, {"metadata": {"annotations": {  # the OS's wish
+            REQUIRED_ANNOTATION: '{"source":"/var/run/reboot-required"}',
+            DONE_ANNOTATION: '{"request":"r"}'}}}) is None  # fmt: skip
         assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": True}}) is None
         assert write_as(agent, "PATCH", own, {"spec": {"unschedulable": None}}) is None
 
         # ... and nothing else
         attacks: dict[str, tuple[Obj, str]] = {
+            "a slot for its own OS reboot": (
+                {"metadata": {"annotations": {REQUESTED_ANNOTATION: "2026-01-01T00:00:00Z"}}},
+                f"may change only mcd's annotations on node {node}"),
             "master label": ({"metadata": {"labels": {"node-role.kubernetes.io/master": ""}}},
                              f"may not change the labels of node {node}"),
             "node-restriction label": (

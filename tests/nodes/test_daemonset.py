@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mcd.model.pool.canary import POLICY_ANNOTATION
+from mcd.model.reboots.requests import DONE_ANNOTATION, REQUESTED_ANNOTATION, REQUIRED_ANNOTATION
 from mcd.model.vocabulary import Annotation
 from tests.nodes import image, kit
 from tests.nodes.conftest import IMAGE, INITIAL, NODES, Installed
@@ -173,3 +175,58 @@ def test_a_rollout_drains_writes_reboots_and_ends_done_on_both_real_nodes(
                   "--timeout=180s")  # fmt: skip
     # the controller's pods too (drained with the nodes they ran on)
     nodes.kubectl("rollout", "status", "-n", "mcd", "deployment/mcd-controller", "--timeout=180s")
+
+
+def test_the_os_reboot_sentinel_reboots_a_real_node_through_a_slot(installed: Installed) -> None:
+    """Issue 44: unattended upgrades leave ``/var/run/reboot-required`` on one real node (Debian:
+    ``/var/run`` is ``/run``, a tmpfs). The agent pod says so on the Node and nothing reboots
+    while the pool's rollout policy has no ``"osReboots": true``; with it, the controller
+    gives the node the pool's one slot: drained, a real reboot (the node's container ends with
+    systemd's reboot code), the health gate asks the node's real kubelet, the request is
+    answered, the sentinel is gone with the boot and the node is schedulable and Done again.
+    The other node is never asked."""
+    nodes = installed.nodes
+    node, other = NODES
+    config = nodes.annotations(node)[Annotation.CURRENT_CONFIG]
+    exits = len(nodes.exits(node))
+    nodes.exec(
+        node, "sh", "-c", "echo '*** System restart required ***' > /var/run/reboot-required"
+    )
+    logs = installed.logs
+
+    def asks() -> dict[str, str]:
+        return dict(json.loads(nodes.annotations(node).get(REQUIRED_ANNOTATION) or "{}"))
+
+    wait(lambda: asks().get("source") == "/var/run/reboot-required", 180,
+         f"{node}: reboot-required on its Node", logs)  # fmt: skip
+    time.sleep(5)  # a pass or two of the controller: no slot without "osReboots": true
+    assert REQUESTED_ANNOTATION not in nodes.annotations(node)
+    assert len(nodes.exits(node)) == exits
+    policy = json.dumps({"osReboots": True})
+    nodes.kubectl("annotate", "mcp", "worker", f"{POLICY_ANNOTATION}={policy}", "--overwrite")
+    try:
+        cordoned: list[bool] = []
+
+        def answered() -> bool:
+            a = nodes.annotations(node)
+            cordoned.append(bool(nodes.node(node)["spec"].get("unschedulable")))
+            done = json.loads(a.get(DONE_ANNOTATION) or "{}")
+            return bool(a.get(REQUESTED_ANNOTATION)) and done.get("request") == a.get(
+                REQUESTED_ANNOTATION) and REQUIRED_ANNOTATION not in a  # fmt: skip
+
+        wait(answered, 600, f"{node}: OS reboot requested, done and answered", logs)
+        wait(partial(done_on, nodes, config, node), 180, f"{node} Done again", logs)
+        wait(lambda: not nodes.node(node)["spec"].get("unschedulable"), 120,
+             f"{node} uncordoned", logs)  # fmt: skip
+    finally:
+        nodes.kubectl("annotate", "mcp", "worker", f"{POLICY_ANNOTATION}-", check=False)
+    assert any(cordoned), "drained (cordoned) before the reboot"
+    assert any(line.split()[-1] == "133" for line in nodes.exits(node)[exits:]), nodes.exits(node)
+    assert nodes.exec(node, "test", "-e", "/var/run/reboot-required", check=False).returncode == 1
+    gate = json.loads(nodes.exec(node, "cat", "/etc/machine-config-daemon/health-gate.json")
+                      .stdout)  # fmt: skip
+    assert gate["config"] == config and gate["ok"], gate
+    assert REQUESTED_ANNOTATION not in nodes.annotations(other)
+    reasons = [e["reason"] for e in nodes.get("events", "-A")["items"]
+               if e["involvedObject"].get("name") == "worker"]  # fmt: skip
+    assert "OSRebootRequested" in reasons, reasons

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mcd.agent.daemon import Options
+from mcd.agent.options import Options
 from mcd.cli import agent as agent_cli
 from mcd.cli import cli
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 
+from mcd.agent.boot import osreboot
 from mcd.agent.boot.bootstrap import (
     bootstrap_pivot,
     finish_bootstrap,
@@ -141,6 +142,7 @@ def boot(ctx: Context, node: Obj) -> None:
             log.info("Completing update to target MachineConfig: %s", desired)
         else:
             log.info("System state unchanged: %s", desired)
+        osreboot.after_boot(ctx, current)  # an OS reboot's health gate, before the uncordon
         complete_update(ctx, current.mc)
         return
     ctx.events.record(

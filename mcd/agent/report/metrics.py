@@ -82,7 +82,7 @@ class Metrics:
         )  # fmt: skip
         self.reboot_required = Gauge(
             "mcd_reboot_required",
-            "1 while a committed config waits for a reboot of this node (kured's gauge)",
+            "1 while a committed config or the OS waits for a reboot of this node (kured's gauge)",
             registry=r,
         )  # fmt: skip
         self.health_gate_runs = Counter(

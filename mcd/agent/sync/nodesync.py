@@ -7,13 +7,16 @@ this module decides what one sync does (upstream ``syncNode`` after its boot che
   that the drain controller has not answered yet is waited for (a request for a target no
   longer wanted is not: the update replaces it);
 * an update when one is due (``desiredConfig``, ``desiredImage`` or the force file),
-  else the Node corrected to what the node is (:mod:`mcd.agent.sync.level`).
+  else the OS's reboot wish reported and, in a slot the controller gave, the reboot
+  (:mod:`mcd.agent.boot.osreboot`), else the Node corrected to what the node is
+  (:mod:`mcd.agent.sync.level`).
 """
 
 from __future__ import annotations
 
 import logging
 
+from mcd.agent.boot import osreboot
 from mcd.agent.sync.level import settle, wants_update
 from mcd.agent.update.context import Context
 from mcd.agent.update.trigger import current_config, trigger_update
@@ -50,5 +53,5 @@ def sync_node(ctx: Context, node: Obj, controller_drains: bool) -> None:
     )
     if desired:
         trigger_update(ctx, node, current, desired)
-    else:
+    elif not osreboot.step(ctx, node):  # the OS's reboot wish; a reboot in the slot given
         settle(ctx, node, current)

@@ -25,6 +25,7 @@ from mcd.cluster.api import Obj
 from mcd.cluster.node import annotations_of
 from mcd.cluster.watch import Backoff
 from mcd.model.node.health import RETRY_ANNOTATION
+from mcd.model.reboots.requests import REQUESTED_ANNOTATION
 from mcd.model.vocabulary import Annotation
 
 WAKE_KEYS = (
@@ -37,6 +38,7 @@ WAKE_KEYS = (
     Annotation.DESIRED_IMAGE,  # image mode: the controller may change the image alone
     Annotation.CURRENT_IMAGE,
     RETRY_ANNOTATION,  # a resumed rollout asks for the health gate again
+    REQUESTED_ANNOTATION,  # the controller gives the node a slot for its OS reboot
 )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from mcd.agent.report.drift import DriftMonitor
 from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.rebootwish import RebootWish
 from mcd.agent.report.status import NodeStatus
 from mcd.agent.safety.guard import SigtermGuard
 from mcd.agent.update.handles import Node
@@ -75,6 +76,8 @@ class Context:
     updates: int = field(default=0)
     mcn: MachineConfigNodeReporter | None = None
     """The node's MachineConfigNode (made on first report)."""
+    wish: RebootWish | None = None
+    """What the node's OS asks for: a reboot (:mod:`mcd.agent.boot.osreboot`)."""
 
 
 def disruption_policies(ctx: Context) -> DisruptionPolicies:

@@ -27,6 +27,7 @@ from mcd.cli.fleet.shapes import (
     NodeAgent,
     PoolRow,
 )
+from mcd.controller.osreboots.preview import reboot_rows
 from mcd.model.drain.report import DRAIN_BLOCKED
 from mcd.model.drain.settings import drain_settings
 from mcd.model.holds.gates import BLOCKING_PODS, HELD
@@ -140,6 +141,8 @@ def _pool(
         why = f": {_short(view.reason)}" if view.reason else ""
         wants = f" (desired {view.desired})" if view.desired != view.current else ""
         notes.append(f"node {view.name}: {view.state or NodeState.DONE}{wants}{why}")
+    by_name = {name_of(n): n for n in members}  # each node's OS reboot and why it waits
+    notes += [f"node {r.line()}" for r in reboot_rows(pool, views, by_name, now)[1]]
     halted = condition(status.get("conditions") or [], HALTED)
     if halted and halted.get("status") == "True":  # the pool's rollout policy halted it
         stopped = "rollout-halted"

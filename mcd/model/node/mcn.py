@@ -68,7 +68,9 @@ IMAGE_MODE_CONDITIONS = (
 )
 """Upstream's order with ImageModeStatusReporting (an image-mode node here): AppliedFiles and
 AppliedOSImage replace AppliedFilesAndOS, ImagePulledFromRegistry is added."""
-SINGLETONS = frozenset({PINNED_DEGRADED, PINNED_PROGRESSING})
+REBOOT_REQUIRED = "RebootRequired"
+"""Beyond upstream: the node's OS asks for a reboot (:mod:`mcd.model.reboots`)."""
+SINGLETONS = frozenset({PINNED_DEGRADED, PINNED_PROGRESSING, REBOOT_REQUIRED})
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 

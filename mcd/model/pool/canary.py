@@ -37,11 +37,15 @@ from typing import Any
 
 from mcd.model.pool.pools import NodeView, SelectorError, selector_matches, upstream_order
 from mcd.model.pool.windows import WindowError, annotation_object, parse_duration
+from mcd.model.reboots.policy import KEYS as REBOOT_KEYS
 from mcd.model.text import selector_string
 
 POLICY_ANNOTATION = "mcd-project.github.io/rollout-policy"
 HALT_ANNOTATION = "mcd-project.github.io/rollout-halted"
-_KEYS = frozenset({"canary", "soak", "maxUnhealthy", "crashLoopRestarts", "blockingPods", "alerts"})
+_KEYS = (
+    frozenset({"canary", "soak", "maxUnhealthy", "crashLoopRestarts", "blockingPods", "alerts"})
+    | REBOOT_KEYS
+)
 _PERCENT = re.compile(r"^(\d{1,3})%$")
 
 # the pool conditions this module decides

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcd.model.reboots.requests import REQUESTED_ANNOTATION, NodeReboot
 from mcd.model.vocabulary import Annotation, NodeState
 
 MASTER, WORKER = "master", "worker"
@@ -140,6 +141,8 @@ class NodeView:
     unschedulable: bool = False
     zone: str | None = None
     created: str = ""
+    rebooting: bool = False
+    """An OS reboot the controller asked for is under way (:mod:`mcd.model.reboots`)."""
 
     @classmethod
     def of(cls, node: Obj) -> NodeView:
@@ -167,6 +170,7 @@ class NodeView:
             unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
             zone=(meta.get("labels") or {}).get(ZONE_LABEL),
             created=str(meta.get("creationTimestamp") or ""),
+            rebooting=REQUESTED_ANNOTATION in ann and NodeReboot.of(ann).pending,
         )
 
     @property
@@ -190,13 +194,14 @@ class NodeView:
 
     @property
     def unavailable(self) -> bool:
-        """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating.
+        """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
+        and (beyond upstream) an OS reboot under way.
 
         A node no controller has targeted yet (no ``desiredConfig``) is not updating: on a
         plain cluster a joining node has no annotations, and counting it would let it
         block its own first config.
         """
-        if not self.schedulable_and_ready:
+        if not self.schedulable_and_ready or self.rebooting:
             return True
         if not self.desired:
             return False

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.model.planning.plan import Cost
 from mcd.model.pool.hygiene import cap
 from mcd.model.pool.pools import NodeView, max_unavailable, target_of, upstream_order
 from mcd.model.pool.windows import WindowState
+from mcd.model.reboots.schedule import RebootDemand, choose
 from mcd.model.text import goquote
 
 Obj = dict[str, Any]
@@ -77,6 +78,10 @@ class Rollout:
     drain timed out (released)."""
     gated: tuple[str, ...] = ()
     """Of the waiting nodes, those a gate held back now (``hold`` or ``gated``)."""
+    reboots: tuple[str, ...] = ()
+    """Nodes whose OS asked for a reboot that get a slot for it now (:mod:`mcd.model.reboots`)."""
+    reboot_waits: Mapping[str, str] = field(default_factory=dict)
+    """Nodes whose OS asked for a reboot that wait, each with why."""
 
 
 def needs_window(cost: Cost | None, rebootless_anytime: bool) -> bool:
@@ -99,6 +104,7 @@ def plan_rollout(
     only: Collection[str] | None = None,
     hold: str = "",
     gated: Collection[str] = (),
+    reboots: RebootDemand | None = None,
 ) -> Rollout:
     """The nodes to move to the pool's target config now.
 
@@ -110,6 +116,8 @@ def plan_rollout(
     stops the rollout like ``paused``; ``only`` limits the candidates to a canary wave.
     A gate (:mod:`mcd.model.holds`) holds the candidates whose update drains or reboots (by
     ``costs``; unknown: it does): all of them while ``hold`` says why, and those ``gated``.
+    ``reboots``: the nodes whose OS asks for a reboot are candidates too, through the same
+    filters, after the updates, in the slots the updates leave (``Rollout.reboots``).
     """
     target = target_of(pool)
     if not target:
@@ -117,17 +125,23 @@ def plan_rollout(
     spec = pool.get("spec") or {}
     need = [n for n in nodes if n.desired != target]
     waiting = tuple(n.name for n in upstream_order(need))
+    demand = reboots or RebootDemand()
     if spec.get("paused"):
-        return Rollout(waiting=waiting, blocked=PAUSED)
+        return Rollout(waiting=waiting, blocked=PAUSED, reboot_waits=demand.waiting("pool paused"))
     if halted:
-        return Rollout(waiting=waiting, blocked=HALTED)
+        why = "rollout halted (see RolloutHalted)"
+        return Rollout(waiting=waiting, blocked=HALTED, reboot_waits=demand.waiting(why))
     try:
         limit = max_unavailable(spec.get("maxUnavailable"), len(nodes))
     except ValueError as e:
-        return Rollout(waiting=waiting, blocked=INVALID, error=str(e))
+        why = f"invalid maxUnavailable: {e}"
+        return Rollout(waiting=waiting, blocked=INVALID, error=str(e),
+                       reboot_waits=demand.waiting(why))  # fmt: skip
     failing = tuple(n.name for n in nodes if n.desired == target and n.degraded)
     if failing:
-        return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing)
+        why = f"{', '.join(failing[:3])} failed to apply {target}"
+        return Rollout(waiting=waiting, blocked=NODE_FAILING, failing=failing,
+                       reboot_waits=demand.waiting(why))  # fmt: skip
     unavailable = sum(1 for n in nodes if n.unavailable)
     capacity = limit - unavailable
     # Upstream: nodes failing this config count against availability too.
@@ -135,28 +149,48 @@ def plan_rollout(
     # Failed on a target the pool no longer wants and left cordoned or NotReady: counted
     # unavailable above already, so retargeting it costs no capacity; it goes first.
     stranded = [n for n in need if stranded_on_old_target(n)]
-    candidates = [n for n in need if n.schedulable_and_ready]
+    wanted = demand.wanted  # OS reboots: the same candidates' filters, below
+    os_wanted = [n for n in nodes if n.name in wanted and n.desired == target]
+    on_target = {n.name for n in os_wanted}
+    os_waits = dict.fromkeys(sorted(wanted - on_target), f"the update to {target} first")
+    os_waits |= {n.name: "node not Ready or cordoned" for n in os_wanted
+                 if not n.schedulable_and_ready}  # fmt: skip
+    # a node rebooting for its OS is no candidate until it answered (it may not be cordoned yet)
+    candidates = [n for n in need + os_wanted if n.schedulable_and_ready and not n.rebooting]
     outside_wave = False
     if only is not None:
-        outside_wave = any(n.name not in only for n in candidates + stranded)
+        outside_wave = any(n.name not in only and n.name not in on_target
+                           for n in candidates + stranded)  # fmt: skip
+        os_waits |= {n.name: "outside the canary wave" for n in candidates
+                     if n.name in on_target and n.name not in only}  # fmt: skip
         candidates = [n for n in candidates if n.name in only]
         stranded = [n for n in stranded if n.name in only]
     held: list[str] = []
     if window is not None and not window.open:
-        held = [n.name for n in candidates + stranded if _held(n, costs, rebootless_anytime)]
+        held = [n.name for n in candidates + stranded
+                if n.name in on_target or _held(n, costs, rebootless_anytime)]  # fmt: skip
         candidates = [n for n in candidates if n.name not in held]
         stranded = [n for n in stranded if n.name not in held]
+        os_waits |= {n: window.describe() for n in held if n in on_target}
+        held = [n for n in held if n not in on_target]
     stopped: list[str] = []
     if hold or gated:
         stopped = [n.name for n in candidates + stranded
-                   if (hold or n.name in gated) and _held(n, costs, True)]  # fmt: skip
+                   if (hold or n.name in gated)
+                   and (n.name in on_target or _held(n, costs, True))]  # fmt: skip
         candidates = [n for n in candidates if n.name not in stopped]
         stranded = [n for n in stranded if n.name not in stopped]
+        os_waits |= {n: "held by a gate (see RolloutHeld)" for n in stopped if n in on_target}
     ordered, last = drain_order(candidates, drain_blocked or {}, released)
+    os_ordered = [n.name for n in ordered if n.name in on_target]
+    ordered = [n for n in ordered if n.name not in on_target]
+    last = tuple(n for n in last if n not in on_target)
     free = upstream_order(stranded)
+    spare = max(capacity, 0) - len(ordered[: max(capacity, 0)])
+    boots, os_waits = choose(demand, os_ordered, spare, os_waits)
     if capacity <= 0 and not free:
         return Rollout(waiting=waiting, held=tuple(held), blocked=NO_CAPACITY, last=last,
-                       gated=tuple(stopped))  # fmt: skip
+                       gated=tuple(stopped), reboot_waits=os_waits)  # fmt: skip
     chosen = free + ordered[: max(capacity, 0)]
     chosen_names = {n.name for n in chosen}
     blocked = ""
@@ -176,6 +210,8 @@ def plan_rollout(
         blocked=blocked,
         last=tuple(n for n in last if n not in chosen_names),
         gated=tuple(stopped),
+        reboots=boots,
+        reboot_waits=os_waits,
     )
 
 
@@ -292,6 +328,8 @@ def calculate_status(
                     f"; {len(rollout.held)} nodes wait for the maintenance window "
                     f"({window.describe()})"
                 )
+            if rebooting := [n.name for n in nodes if n.rebooting]:
+                message += f"; OS reboot of {', '.join(rebooting[:10])} under way"
             if rollout is not None and rollout.last:
                 message += (
                     f"; last: {', '.join(rollout.last[:10])}"
