@@ -83,6 +83,11 @@ def _generated(name: str, kind: Kind) -> bool:
     return f"-generated-{kind.word}" in name and name.startswith("99-")
 
 
+def _named(items: Sequence[Obj], name: str) -> Obj:
+    """The newest copy of the object ``name`` (the pass replaces what it patched)."""
+    return next(o for o in items if name_of(o) == name)
+
+
 def _same(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     a, b = _meta(have), _meta(want)
     return (have.get("spec") or {}) == want["spec"] and all(
@@ -109,8 +114,9 @@ class GeneratedStep:
                 continue
             items = [o for o in objects[kind.kind] if name_of(o)]
             mine = {n: c for n, c in configs.items() if _generated(n, kind)}
-            key = (tuple((name_of(o), _meta(o).get("resourceVersion")) for o in items), shapes,
-                   tuple((n, _meta(c).get("resourceVersion")) for n, c in sorted(mine.items())))  # fmt: skip
+            versions = tuple((name_of(o), _meta(o).get("resourceVersion")) for o in items)
+            generated = tuple((n, _meta(c).get("resourceVersion")) for n, c in sorted(mine.items()))
+            key = (versions, shapes, generated)
             if self._last.get(kind.kind) == key:
                 continue
             try:
@@ -129,7 +135,7 @@ class GeneratedStep:
         wanted: set[str] = set()
         kept: set[str] = set()  # owners whose generated configs stay as they are
         alive = {name_of(o) for o in items}
-        for index, obj in enumerate(items):
+        for obj in list(items):
             name = name_of(obj)
             if _meta(obj).get("deletionTimestamp"):
                 self._cascade(kind, obj, mine)
@@ -138,11 +144,11 @@ class GeneratedStep:
                 keys = self._sync_one(kind, obj, items, pools, mine)
             except GenerateError as e:
                 log.warning("%s %s: %s", kind.kind, name, e.condition_message)
-                self._status(kind, items[index], e.condition_message)
+                self._status(kind, _named(items, name), e.condition_message)
                 kept.add(name)
                 continue
             wanted |= keys
-            self._status(kind, items[index], None)
+            self._status(kind, _named(items, name), None)
         for mc_name, mc in mine.items():
             owner = owned_by(mc, kind.kind)
             if not owner or mc_name in wanted or owner in kept:
@@ -163,8 +169,8 @@ class GeneratedStep:
         for pool in chosen:
             kind.pool_check(obj, pool)
             try:
-                key = managed_key(kind.word, pool, obj, [o for o in items
-                                                         if not _meta(o).get("deletionTimestamp")])  # fmt: skip
+                live = [o for o in items if not _meta(o).get("deletionTimestamp")]
+                key = managed_key(kind.word, pool, obj, live)
             except GenerateError as e:
                 what = "kubelet config" if kind is KUBELET else "ctrcfg"
                 raise GenerateError(f"could not get {what} key: {e}", bare=True) from e
@@ -178,7 +184,8 @@ class GeneratedStep:
                 self._write_config("PUT", f"{MACHINECONFIGS}/{key}", want)
             obj = self._finalize(kind, obj, items, key)
             keys.add(key)
-            log.info("Applied %s %s on MachineConfigPool %s", kind.kind, name_of(obj), name_of(pool))
+            log.info("Applied %s %s on MachineConfigPool %s", kind.kind, name_of(obj),
+                     name_of(pool))  # fmt: skip
         return keys
 
     # -- writes -------------------------------------------------------------------------

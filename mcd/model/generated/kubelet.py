@@ -128,9 +128,8 @@ def validate(cfg: Mapping[str, Any]) -> None:
             raise GenerateError("KubeletConfiguration: swapBehavior is not allowed to be set, "
                                 f"but contains: {swap}")  # fmt: skip
         if kc.get("systemReserved") and auto:
-            raise GenerateError(
-                "KubeletConfiguration: autoSizingReserved and systemdReserved cannot be set together"
-            )
+            raise GenerateError("KubeletConfiguration: autoSizingReserved and systemdReserved "
+                                "cannot be set together")  # fmt: skip
         reserved, system = kc.get("systemReservedCgroup"), kc.get("systemCgroups")
         if reserved and system and reserved != system:
             raise GenerateError(f"KubeletConfiguration: systemReservedCgroup ({reserved}) "

@@ -58,7 +58,10 @@ def _suffix(obj: Mapping[str, Any]) -> str | None:
 
 
 def managed_key(
-    kind: str, pool: Mapping[str, Any], obj: Mapping[str, Any], siblings: Sequence[Mapping[str, Any]]
+    kind: str,
+    pool: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    siblings: Sequence[Mapping[str, Any]],
 ) -> str:
     """The generated MachineConfig's name for ``obj`` in ``pool`` (``kind``: ``kubelet`` or
     ``containerruntime``): ``99-<pool>-generated-<kind>`` for the first object of its kind

@@ -42,7 +42,8 @@ def _quantity(spec: Mapping[str, Any], key: str) -> tuple[str, int] | None:
     try:
         return str(raw), parse_quantity(str(raw))
     except ValueError as e:
-        raise GenerateError(f'quantities must match the regular expression for {key} "{raw}"') from e
+        message = f'quantities must match the regular expression for {key} "{raw}"'
+        raise GenerateError(message) from e
 
 
 def _store_problem(path: Any, field: str) -> str:
@@ -117,7 +118,8 @@ def files(cfg: Mapping[str, Any]) -> list[GeneratedFile]:
     if size is not None and size[1] != 0:
         out.append(GeneratedFile(CRIO_LOG_SIZE_MAX, _crio("log_size_max", str(size[1]))))
     if runtime:
-        out.append(GeneratedFile(CRIO_DEFAULT_RUNTIME, _crio("default_runtime", json.dumps(runtime))))
+        body = _crio("default_runtime", json.dumps(runtime))
+        out.append(GeneratedFile(CRIO_DEFAULT_RUNTIME, body))
     lines = []
     if level:
         lines += ["[debug]", f"  level = {json.dumps(level)}"]

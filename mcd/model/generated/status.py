@@ -54,8 +54,11 @@ def runtime_status(obj: Mapping[str, Any], error: str | None, stamp: str) -> Obj
     new = _cond(FAILURE if error else SUCCESS, "True", error or SUCCESS, stamp)
     last = conditions[-1] if conditions else None
     same = last is not None and last.get("message") == new["message"]
-    if same and last is not None and last.get("type") == new["type"] and (
-        status.get("observedGeneration") == _generation(obj)
+    if (
+        same
+        and last is not None
+        and last.get("type") == new["type"]
+        and (status.get("observedGeneration") == _generation(obj))
     ):
         return None
     if same:

@@ -53,8 +53,15 @@ RESOURCES = [
     # stored only (nothing enforces them): the install's NetworkPolicies apply with kubectl
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
 ]  # fmt: skip
-STATUS_SUBRESOURCE = frozenset({"machineconfigpools", "machineconfignodes", "pinnedimagesets",
-                                "kubeletconfigs", "containerruntimeconfigs"})
+STATUS_SUBRESOURCE = frozenset(
+    {
+        "machineconfigpools",
+        "machineconfignodes",
+        "pinnedimagesets",
+        "kubeletconfigs",
+        "containerruntimeconfigs",
+    }
+)
 """Custom resources with ``subresources.status``: the main resource ignores status
 changes, ``/status`` changes only status, and a spec change bumps ``metadata.generation``."""
 

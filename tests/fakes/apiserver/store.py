@@ -216,7 +216,11 @@ class Store:
             if _strip_meta(new) == _strip_meta(current):
                 return copy.deepcopy(current)  # no-op writes do not bump the version
             self._bump(new)
-            if meta.get("deletionTimestamp") and not meta.get("finalizers") and resource.kind != "Pod":
+            if (
+                meta.get("deletionTimestamp")
+                and not meta.get("finalizers")
+                and resource.kind != "Pod"
+            ):
                 del self.objects[key]  # its last finalizer removed: it goes
                 self._record("DELETED", resource, new)
                 return copy.deepcopy(new)
