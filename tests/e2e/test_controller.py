@@ -660,14 +660,16 @@ def generated_configs(cluster: TestCluster, ctl: ControllerProc) -> None:
     label = "pools.operator.machineconfiguration.openshift.io/worker"
     patch_pool(cluster, "worker", {"metadata": {"labels": {label: ""}}})
     made = []
-    for plural, kind, spec in (
+    selector = {"matchLabels": {label: ""}}
+    specs: list[tuple[str, str, dict[str, object]]] = [
         ("kubeletconfigs", "KubeletConfig", {"kubeletConfig": {"maxPods": 42}}),
         ("containerruntimeconfigs", "ContainerRuntimeConfig",
          {"containerRuntimeConfig": {"logLevel": "debug"}}),
-    ):  # fmt: skip
-        spec["machineConfigPoolSelector"] = {"matchLabels": {label: ""}}
+    ]  # fmt: skip
+    for plural, kind, spec in specs:
         cluster.create(f"{group}/{plural}", {"metadata": {"name": "gen"}, "kind": kind,
-                                             "spec": spec})  # fmt: skip
+                                             "spec": {**spec, "machineConfigPoolSelector":
+                                                      selector}})  # fmt: skip
         made.append(f"{group}/{plural}/gen")
     mc = f"{MACHINECONFIGS}/99-worker-generated-kubelet"
 
