@@ -153,3 +153,18 @@ def test_status_conditions_and_no_rewrite_of_the_same_outcome() -> None:
     ctr = runtime_status({"metadata": {"generation": 2}}, "Error: y", "t1")
     assert ctr == {"observedGeneration": 2, "conditions": [
         {"type": "Failure", "status": "True", "lastTransitionTime": "t1", "message": "Error: y"}]}  # fmt: skip
+
+
+def test_a_tls_profile_becomes_the_kubelets_min_version_and_iana_ciphers() -> None:
+    modern = kc(tlsSecurityProfile={"type": "Modern", "modern": {}})
+    kubelet.validate(modern)
+    body = yaml.safe_load(kubelet.files(modern)[0].data)
+    assert body["tlsMinVersion"] == "VersionTLS13"
+    assert body["tlsCipherSuites"] == [
+        "TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]  # fmt: skip
+    custom = kc(tlsSecurityProfile={"type": "Custom", "custom": {
+        "minTLSVersion": "VersionTLS12",
+        "ciphers": ["ECDHE-RSA-AES128-GCM-SHA256", "DHE-RSA-AES256-GCM-SHA384"]}})  # fmt: skip
+    body = yaml.safe_load(kubelet.files(custom)[0].data)
+    assert (body["tlsMinVersion"], body["tlsCipherSuites"]) == (
+        "VersionTLS12", ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"])  # fmt: skip

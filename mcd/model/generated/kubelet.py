@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from mcd.model.generated.objects import GeneratedFile, GenerateError
+from mcd.model.generated.tls import kubelet_tls
 from mcd.model.pool.pools import name_of
 
 DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"
@@ -108,7 +109,7 @@ def _go(value: Any) -> str:
 def validate(cfg: Mapping[str, Any]) -> None:
     """Upstream ``validateUserKubeletConfig``: fields a user may not set, since a node could
     not come back from them (:class:`GenerateError` naming the field); and what plain
-    Kubernetes nodes cannot take (OpenShift's node sizing, TLS profiles)."""
+    Kubernetes nodes cannot take (OpenShift's node sizing)."""
     spec = cfg.get("spec") or {}
     level = spec.get("logLevel")
     if level is not None and (not isinstance(level, int) or not 0 <= level <= 10):
@@ -138,11 +139,6 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise GenerateError(
             "KubeletConfig: autoSizingReserved needs OpenShift's node sizing service, which "
             "plain Kubernetes nodes do not run: set kubeletConfig.systemReserved instead"
-        )
-    if spec.get("tlsSecurityProfile") is not None:
-        raise GenerateError(
-            "KubeletConfig: tlsSecurityProfile is not supported by mcd: set "
-            "kubeletConfig.tlsMinVersion and kubeletConfig.tlsCipherSuites instead"
         )
 
 
@@ -177,11 +173,15 @@ def validate_for_pool(cfg: Mapping[str, Any], pool: Mapping[str, Any]) -> None:
 def files(cfg: Mapping[str, Any]) -> list[GeneratedFile]:
     """The drop-in (:data:`DROPIN`): ``kubeletConfig`` as written (its own ``apiVersion`` and
     ``kind``, which the kubelet wants in each drop-in), ``logLevel`` as
-    ``logging.verbosity``."""
+    ``logging.verbosity``, ``tlsSecurityProfile`` as ``tlsMinVersion`` and
+    ``tlsCipherSuites`` (:mod:`mcd.model.generated.tls`)."""
     body: dict[str, Any] = dict(decode(cfg) or {})
     level = (cfg.get("spec") or {}).get("logLevel")
     if level is not None:
         body["logging"] = {**(body.get("logging") or {}), "verbosity": level}
+    profile = (cfg.get("spec") or {}).get("tlsSecurityProfile")
+    if isinstance(profile, Mapping):  # upstream: the profile wins over the fields
+        body["tlsMinVersion"], body["tlsCipherSuites"] = kubelet_tls(profile)
     body.pop("featureGates", None)  # upstream: from the cluster's FeatureGate only
     body["apiVersion"], body["kind"] = KUBELET_API, "KubeletConfiguration"
     head = {"apiVersion": body.pop("apiVersion"), "kind": body.pop("kind")}
