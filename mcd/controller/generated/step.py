@@ -177,15 +177,23 @@ class GeneratedStep:
             obj = self._annotate(kind, obj, items, key)
             want = machine_config(key, name_of(pool), files, obj, self.version)
             have = mine.get(key)
+            holder = owned_by(have, kind.kind) if have is not None else ""
+            if holder and holder != name_of(obj) and any(name_of(o) == holder for o in live):
+                hint = f"remove the {SUFFIX_ANNOTATION} annotation of one of them"
+                raise GenerateError(f"MachineConfig {key} is generated from {kind.kind} {holder}: "
+                                    + hint)  # fmt: skip
             if have is None:
                 self._write_config("POST", MACHINECONFIGS, want)
             elif not _same(have, want):
                 want["metadata"]["resourceVersion"] = _meta(have).get("resourceVersion")
                 self._write_config("PUT", f"{MACHINECONFIGS}/{key}", want)
+            else:
+                want = {}
             obj = self._finalize(kind, obj, items, key)
             keys.add(key)
-            log.info("Applied %s %s on MachineConfigPool %s", kind.kind, name_of(obj),
-                     name_of(pool))  # fmt: skip
+            if want:
+                log.info("Applied %s %s on MachineConfigPool %s", kind.kind, name_of(obj),
+                         name_of(pool))  # fmt: skip
         return keys
 
     # -- writes -------------------------------------------------------------------------
