@@ -240,7 +240,9 @@ def config_dir_config(nodes: RealNodes) -> Obj:
     to the node's own command line."""
     unit = nodes.exec(NODES[0], "cat", "/etc/systemd/system/kubelet.service").stdout
     start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    dropin = f"[Service]\nExecStart=\n{start} --config-dir={CONFIG_DIR}\n"
+    # the kubelet refuses to start while its --config-dir does not exist
+    dropin = (f"[Service]\nExecStartPre=/bin/mkdir -p {CONFIG_DIR}\nExecStart=\n"
+              f"{start} --config-dir={CONFIG_DIR}\n")  # fmt: skip
     return machineconfig("60-worker-kubelet-config-dir", {"systemd": {"units": [
         {"name": "kubelet.service", "dropins": [{"name": "10-config-dir.conf",
                                                   "contents": dropin}]}]}},
@@ -276,6 +278,8 @@ def test_a_kubeletconfig_max_pods_ends_with_the_real_nodes_reporting_it(
         "spec": {"machineConfigPoolSelector": {"matchLabels": {POOL_LABEL: ""}},
                  "kubeletConfig": {"maxPods": 42}},
     }  # fmt: skip
+    # both in one rollout: the pool paused until its render holds both (as a user would)
+    nodes.kubectl("patch", "mcp", "worker", "--type", "merge", "-p", '{"spec":{"paused":true}}')
     apply(nodes, config_dir_config(nodes), kubelet_config)
 
     def accepted() -> bool:
@@ -285,9 +289,12 @@ def test_a_kubeletconfig_max_pods_ends_with_the_real_nodes_reporting_it(
                                                                  ("Success", "True")]  # fmt: skip
 
     wait(accepted, 120, "KubeletConfig max-pods Accepted", logs)
-    wait(lambda: "99-worker-generated-kubelet" in [
-        s["name"] for s in (nodes.get("mcp", "worker")["spec"]["configuration"]["source"])]
-        and rendered() != before, 120, "the pool renders the generated config", logs)  # fmt: skip
+    wanted = {"99-worker-generated-kubelet", "60-worker-kubelet-config-dir"}
+    wait(lambda: wanted <= {
+        s["name"] for s in (nodes.get("mcp", "worker")["spec"]["configuration"]["source"])},
+        120, "the pool renders the generated config", logs)  # fmt: skip
+    assert rendered() != before
+    nodes.kubectl("patch", "mcp", "worker", "--type", "merge", "-p", '{"spec":{"paused":false}}')
     target = rendered()
     watch = Watch(nodes, target)
     wait(watch.poll, 900, f"both nodes Done on {target}", logs)
