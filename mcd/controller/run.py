@@ -45,6 +45,7 @@ from mcd.cluster.podhealth import PodRestarts
 from mcd.cluster.pools import NODES, POOLS, PoolWriter, node_fields
 from mcd.controller.dirty import DirtyPools
 from mcd.controller.drain import DrainController
+from mcd.controller.generated.step import KINDS, GeneratedStep
 from mcd.controller.history import PRUNE_EVERY, AutoPrune
 from mcd.controller.joining.labels import CustomPoolLabels
 from mcd.controller.leadership.election import UpstreamGuard, install_namespace
@@ -141,6 +142,8 @@ class Controller:
         self._membership: Membership | None = None
         self.nodes = Informer(self.kube, NODES, self._node_changed, transform=node_fields,
                               copies=False, on_diff=self.dirty.node)  # fmt: skip
+        self.generating = {k.kind: Informer(self.kube, k.path, self._changed) for k in KINDS}
+        self.generated = GeneratedStep(self.kube, __version__, observe_config=self.configs.observe)
         self.drains = DrainController(
             self.kube, self.metrics, self.nodes.get, wake=self._wake_all, observe=self._observe
         )
@@ -267,7 +270,7 @@ class Controller:
         log.info("Became leader (lease %s/%s)", self.namespace, LEASE_NAME)
         self.leading = True
         self.metrics.leader.set(1)
-        for informer in (self.pools, self.configs, self.nodes):
+        for informer in (self.pools, self.configs, self.nodes, *self.generating.values()):
             threading.Thread(target=informer.run, args=(self.stop,), daemon=True).start()
         threading.Thread(  # the node disruption policies, as upstream's operator
             target=self.machineconfiguration.run, args=(self.stop,), daemon=True
@@ -342,6 +345,7 @@ class Controller:
                          and policies[name_of(n)].pool in paced]  # fmt: skip
             self.drains.sync(nodes, policies)
             self._drains_at = taken
+        self._generate(snap)
         only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
         only = frozenset(paced if only is None else (set(only) & paced) | claimed)
         reports = self.syncer.sync_all(snap, only)
@@ -368,6 +372,19 @@ class Controller:
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
+
+    def _generate(self, snap: Snapshot) -> None:
+        """KubeletConfigs and ContainerRuntimeConfigs into their MachineConfigs (a kind whose
+        CRD is not installed, its cache never synced, is left out); a failure here is logged
+        and never stops the rollouts."""
+        objects = {kind: informer.items() for kind, informer in self.generating.items()
+                   if informer.synced.is_set()}  # fmt: skip
+        if not objects:
+            return
+        try:
+            self.generated(objects, self.pools.items(), snap.configs)
+        except Exception:
+            log.exception("Generating MachineConfigs failed; retrying")
 
     def _release(self) -> int:
         self.syncer.stop()

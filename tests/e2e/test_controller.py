@@ -632,6 +632,7 @@ def test_controller_rbac_is_exactly_what_it_uses(
         wait(lambda: all(m["metadata"]["name"] != "rendered-worker-orphan"
                          for m in cluster.kube.request("GET", MACHINECONFIGS)["items"]),
              30, "orphan pruned", ctl.log)  # fmt: skip
+        generated_configs(cluster, ctl)
     finally:
         assert ctl.stop() == 0, ctl.log()[-3000:]
     docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
@@ -653,6 +654,42 @@ def test_controller_rbac_is_exactly_what_it_uses(
     assert used - granted == set(), "the controller made requests its roles do not allow"
     unused = granted - used - SCRAPER_REVIEWS
     assert unused == set(), "the roles allow requests the controller never makes"
+
+
+def generated_configs(cluster: TestCluster, ctl: ControllerProc) -> None:
+    """A KubeletConfig and a ContainerRuntimeConfig: their MachineConfigs created, one
+    replaced when its object changes, both deleted with their objects (finalizers, status)."""
+    group = "/apis/machineconfiguration.openshift.io/v1"
+    label = "pools.operator.machineconfiguration.openshift.io/worker"
+    patch_pool(cluster, "worker", {"metadata": {"labels": {label: ""}}})
+    made = []
+    selector = {"matchLabels": {label: ""}}
+    specs: list[tuple[str, str, dict[str, object]]] = [
+        ("kubeletconfigs", "KubeletConfig", {"kubeletConfig": {"maxPods": 42}}),
+        ("containerruntimeconfigs", "ContainerRuntimeConfig",
+         {"containerRuntimeConfig": {"logLevel": "debug"}}),
+    ]  # fmt: skip
+    for plural, kind, spec in specs:
+        cluster.create(f"{group}/{plural}", {"metadata": {"name": "gen"}, "kind": kind,
+                                             "spec": {**spec, "machineConfigPoolSelector":
+                                                      selector}})  # fmt: skip
+        made.append(f"{group}/{plural}/gen")
+    mc = f"{MACHINECONFIGS}/99-worker-generated-kubelet"
+
+    def generated() -> list[str]:
+        return sorted(m["metadata"]["name"] for m in cluster.kube.request("GET", MACHINECONFIGS)
+                      ["items"] if "-generated-" in m["metadata"]["name"])  # fmt: skip
+
+    both = ["99-worker-generated-containerruntime", "99-worker-generated-kubelet"]
+    wait(lambda: generated() == both, 30, "generated configs", ctl.log)
+    version = cluster.kube.request("GET", mc)["metadata"]["resourceVersion"]
+    cluster.kube.request("PATCH", made[0], body={"spec": {"kubeletConfig": {"maxPods": 50}}},
+                         content_type="application/merge-patch+json")  # fmt: skip
+    wait(lambda: cluster.kube.request("GET", mc)["metadata"]["resourceVersion"] != version,
+         30, "generated config replaced", ctl.log)  # fmt: skip
+    for path in made:
+        cluster.kube.request("DELETE", path)
+    wait(lambda: generated() == [], 30, "generated configs deleted", ctl.log)
 
 
 CONTROLLER_ROLES = {"mcd-controller"}  # mcd-metrics-reader is for the scrapers, not the controller

@@ -25,7 +25,7 @@ from mcd.model.vocabulary import Annotation
 from tests.nodes import image, kit
 from tests.nodes.conftest import IMAGE, INITIAL, NODES, Installed
 from tests.nodes.kit import RealNodes, wait
-from tests.nodes.loop import FILE, HELLO, UNIT, Timeline, hello_config, pool
+from tests.nodes.loop import FILE, HELLO, UNIT, Timeline, hello_config, machineconfig, pool
 
 pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
 WHY_NOT = kit.unavailable() or image.unavailable()
@@ -230,3 +230,83 @@ def test_the_os_reboot_sentinel_reboots_a_real_node_through_a_slot(installed: In
     reasons = [e["reason"] for e in nodes.get("events", "-A")["items"]
                if e["involvedObject"].get("name") == "worker"]  # fmt: skip
     assert "OSRebootRequested" in reasons, reasons
+
+
+# -- KubeletConfig on a real kubelet (issue 43, item 2) ------------------------------------------
+
+CONFIG_DIR = "/etc/kubernetes/kubelet.conf.d"
+POOL_LABEL = "pools.operator.machineconfiguration.openshift.io/worker"
+
+
+def config_dir_config(nodes: RealNodes) -> Obj:
+    """A user's MachineConfig that has the node's kubelet read its drop-in directory: the
+    kit's kubelet runs with ``--config`` only, as most bootstraps do (README, "Plain
+    Kubernetes": the one-time step), so a ``kubelet.service`` drop-in adds ``--config-dir``
+    to the node's own command line."""
+    unit = nodes.exec(NODES[0], "cat", "/etc/systemd/system/kubelet.service").stdout
+    start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    # the kubelet refuses to start while its --config-dir does not exist
+    dropin = (f"[Service]\nExecStartPre=/bin/mkdir -p {CONFIG_DIR}\nExecStart=\n"
+              f"{start} --config-dir={CONFIG_DIR}\n")  # fmt: skip
+    return machineconfig("60-worker-kubelet-config-dir", {"systemd": {"units": [
+        {"name": "kubelet.service", "dropins": [{"name": "10-config-dir.conf",
+                                                  "contents": dropin}]}]}},
+        role="worker")  # fmt: skip
+
+
+def test_a_kubeletconfig_max_pods_ends_with_the_real_nodes_reporting_it(
+    installed: Installed,
+) -> None:
+    """``maxPods: 42`` in a KubeletConfig selecting the worker pool: ``mcd controller``
+    generates ``99-worker-generated-kubelet`` (the drop-in
+    ``/etc/kubernetes/kubelet.conf.d/90-mcd-generated-kubelet.conf``), says Accepted, the pool
+    renders it and rolls it out (a reboot each); each node's real kubelet reads the drop-in and
+    the Node reports 42 pods of capacity."""
+    nodes = installed.nodes
+    logs = installed.logs
+
+    def rendered() -> str:
+        spec = nodes.get("mcp", "worker").get("spec") or {}
+        return str((spec.get("configuration") or {}).get("name") or "")
+
+    for node in NODES:  # as the rollout test leaves them (run alone: that rollout first)
+        nodes.kubectl("label", "node", node, "node-role.kubernetes.io/worker=", "--overwrite")
+    apply(nodes, hello_config(), pool())
+    wait(lambda: rendered().startswith("rendered-worker-"), 120, "worker rendered", logs)
+    for node in NODES:
+        wait(lambda n=node: done_on(nodes, rendered(), n), 900, f"{node} Done", logs)  # type: ignore[misc]
+    before = rendered()
+    nodes.kubectl("label", "mcp", "worker", f"{POOL_LABEL}=", "--overwrite")
+    kubelet_config = {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+        "metadata": {"name": "max-pods"},
+        "spec": {"machineConfigPoolSelector": {"matchLabels": {POOL_LABEL: ""}},
+                 "kubeletConfig": {"maxPods": 42}},
+    }  # fmt: skip
+    # both in one rollout: the pool paused until its render holds both (as a user would)
+    nodes.kubectl("patch", "mcp", "worker", "--type", "merge", "-p", '{"spec":{"paused":true}}')
+    apply(nodes, config_dir_config(nodes), kubelet_config)
+
+    def accepted() -> bool:
+        conditions = (nodes.get("kubeletconfig", "max-pods").get("status") or {}).get(
+            "conditions") or []  # fmt: skip
+        return [(c["type"], c["status"]) for c in conditions] == [("Accepted", "True"),
+                                                                 ("Success", "True")]  # fmt: skip
+
+    wait(accepted, 120, "KubeletConfig max-pods Accepted", logs)
+    wanted = {"99-worker-generated-kubelet", "60-worker-kubelet-config-dir"}
+    wait(lambda: wanted <= {
+        s["name"] for s in (nodes.get("mcp", "worker")["spec"]["configuration"]["source"])},
+        120, "the pool renders the generated config", logs)  # fmt: skip
+    assert rendered() != before
+    nodes.kubectl("patch", "mcp", "worker", "--type", "merge", "-p", '{"spec":{"paused":false}}')
+    target = rendered()
+    watch = Watch(nodes, target)
+    wait(watch.poll, 900, f"both nodes Done on {target}", logs)
+    print(f"\nKubeletConfig rollout (s): { {n: round(watch.seen[n]['done'], 1) for n in NODES} }")
+    for node in NODES:
+        dropin = nodes.exec(node, "cat", f"{CONFIG_DIR}/90-mcd-generated-kubelet.conf").stdout
+        assert "maxPods: 42" in dropin, dropin
+        wait(lambda n=node: nodes.node(n)["status"]["capacity"]["pods"] == "42", 120,  # type: ignore[misc]
+             f"{node} reports 42 pods of capacity", logs)  # fmt: skip
+        assert nodes.node(node)["status"]["allocatable"]["pods"] == "42"

@@ -43,6 +43,8 @@ RESOURCES = [
     Resource("machineconfiguration.openshift.io", "v1", "pinnedimagesets", "PinnedImageSet", False, ()),
     Resource("machineconfiguration.openshift.io", "v1", "machineconfignodes", "MachineConfigNode", False, ("mcn",)),
     Resource("machineconfiguration.openshift.io", "v1", "internalreleaseimages", "InternalReleaseImage", False, ("iri",)),
+    Resource("machineconfiguration.openshift.io", "v1", "kubeletconfigs", "KubeletConfig", False, ()),
+    Resource("machineconfiguration.openshift.io", "v1", "containerruntimeconfigs", "ContainerRuntimeConfig", False, ("ctrcfg",)),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, ()),
     Resource("machineconfiguration.openshift.io", "v1", "controllerconfigs", "ControllerConfig", False, ()),
     Resource("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", False, ()),
@@ -53,7 +55,14 @@ RESOURCES = [
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
 ]  # fmt: skip
 STATUS_SUBRESOURCE = frozenset(
-    {"machineconfigpools", "machineconfignodes", "pinnedimagesets", "machineconfigurations"}
+    {
+        "machineconfigpools",
+        "machineconfignodes",
+        "pinnedimagesets",
+        "machineconfigurations",
+        "kubeletconfigs",
+        "containerruntimeconfigs",
+    }
 )
 """Custom resources with ``subresources.status``: the main resource ignores status
 changes, ``/status`` changes only status, and a spec change bumps ``metadata.generation``."""

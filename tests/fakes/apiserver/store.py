@@ -211,9 +211,19 @@ class Store:
                 if fixed in current["metadata"]:
                     meta[fixed] = current["metadata"][fixed]
             new["apiVersion"], new["kind"] = resource.api_version, resource.kind
+            if current["metadata"].get("deletionTimestamp"):  # set once, as the API server
+                meta["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
             if _strip_meta(new) == _strip_meta(current):
                 return copy.deepcopy(current)  # no-op writes do not bump the version
             self._bump(new)
+            if (
+                meta.get("deletionTimestamp")
+                and not meta.get("finalizers")
+                and resource.kind != "Pod"
+            ):
+                del self.objects[key]  # its last finalizer removed: it goes
+                self._record("DELETED", resource, new)
+                return copy.deepcopy(new)
             self.objects[key] = new
             self._record("MODIFIED", resource, new)
             return copy.deepcopy(new)
@@ -221,7 +231,8 @@ class Store:
     def delete(
         self, resource: Resource, namespace: str, name: str, preconditions: Obj | None = None
     ) -> Obj:
-        """Delete; with ``preconditions`` (DeleteOptions' uid and resourceVersion) only the
+        """Delete (an object with finalizers, but a Pod, only gets its ``deletionTimestamp``
+        and goes when an update removes the last of them); with ``preconditions`` (DeleteOptions' uid and resourceVersion) only the
         object they name, else 409 Conflict (as the API server)."""
         with self.lock:
             current = self.objects.get((resource.plural, namespace, name))
@@ -233,6 +244,12 @@ class Store:
                 if wanted and str(wanted) != str(meta.get(key)):
                     raise ApiError(409, "Conflict", f"Precondition failed: {key} in precondition: "
                                    f"{wanted}, {key} in object meta: {meta.get(key)}")  # fmt: skip
+            if meta.get("finalizers") and resource.kind != "Pod":  # held until they are removed
+                if not meta.get("deletionTimestamp"):
+                    meta["deletionTimestamp"] = now_iso()
+                    self._bump(current)
+                    self._record("MODIFIED", resource, current)
+                return copy.deepcopy(current)
             obj = self.objects.pop((resource.plural, namespace, name))
             self._bump(obj)
             self._record("DELETED", resource, obj)
