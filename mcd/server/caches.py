@@ -119,10 +119,13 @@ class CachedSource(ClusterSource):
             thread.start()
             self._threads.append(thread)
         for informer in self._informers():
-            while not informer.synced.wait(WAIT_LOG):
+            waited = 0.0
+            while not informer.synced.wait(1.0):
                 if stop.is_set():
                     return False
-                log.warning("Waiting for the cache of %s to sync", informer.path)
+                waited += 1.0
+                if waited % WAIT_LOG == 0:
+                    log.warning("Waiting for the cache of %s to sync", informer.path)
         log.info(
             "Caches synced: %d pools, %d MachineConfigs, %d join tokens",
             len(self.pools.items()), len(self.configs.items()),
