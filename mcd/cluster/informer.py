@@ -22,7 +22,7 @@ import copy
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from mcd.cluster.api import ApiError, Kube, Obj
 from mcd.cluster.watch import Backoff
@@ -43,9 +43,13 @@ class Informer:
         transform: Callable[[Obj], Obj] | None = None,
         copies: bool = True,
         on_diff: Callable[[Obj | None, Obj | None], None] | None = None,
+        selector: Mapping[str, str] | None = None,
     ) -> None:
         self.kube = kube
         self.path = path
+        self.selector = dict(selector or {})
+        """``fieldSelector`` / ``labelSelector`` for the list and the watch (one named object,
+        or the labelled ones)."""
         self.on_change = on_change
         self.on_diff = on_diff
         self.transform = transform
@@ -105,13 +109,13 @@ class Informer:
         while True:
             try:
                 listing = self.kube.request(
-                    "GET", self.path, {"limit": PAGE, "continue": token or None}
+                    "GET", self.path, {**self.selector, "limit": PAGE, "continue": token or None}
                 )
             except ApiError as e:
                 if e.status != 410 or not token:
                     raise
                 fresh, token = {}, ""
-                listing = self.kube.request("GET", self.path)
+                listing = self.kube.request("GET", self.path, dict(self.selector))
             fresh.update((_name(o), trim(o)) for o in listing.get("items") or [])
             meta = listing.get("metadata") or {}
             version = str(meta.get("resourceVersion") or version)
@@ -129,6 +133,7 @@ class Informer:
 
     def _watch_once(self, stop: threading.Event) -> None:
         query = {
+            **self.selector,
             "resourceVersion": self._rv,
             "allowWatchBookmarks": True,
             "timeoutSeconds": int(self.watch_seconds * (1 + random.random())),

@@ -17,6 +17,8 @@
   (no token is even looked at): it would otherwise tell a valid token from an invalid one
   without using it up. A GET served with a token records the use, and the served
   node-annotations file names it (``mcd-project.github.io/joined-with``).
+* The body is built once per pool, spec version and inputs, and reused
+  (:mod:`mcd.server.prepared`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from typing import Protocol
 from mcd.cluster.api import ApiError
 from mcd.model.errors import ConfigError
 from mcd.model.ignition.accept import UnsupportedAcceptError, spec_version
-from mcd.model.ignition.served import Extras, served_config
+from mcd.model.ignition.served import Extras
+from mcd.server.prepared import Prepared
 from mcd.server.source import PoolConfig, PoolNotFound
 from mcd.server.tokens import (
     HEADER,
@@ -89,10 +92,12 @@ class Handler:
         source: Source,
         tokens: Tokens | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        prepared: Prepared | None = None,
     ) -> None:
         self.source = source
         self.tokens = tokens
         self.clock = clock
+        self.prepared = prepared if prepared is not None else Prepared()
 
     def respond(
         self, method: str, raw_path: str, headers: Mapping[str, str], address: str
@@ -143,8 +148,9 @@ class Handler:
             extras = self.source.extras()
             if grant is not None:
                 extras = replace(extras, annotations={JOINED_WITH: grant.joined_with})
-            body = served_config(found.machine_config, found.name, version, extras)
+            body = self.prepared.body(pool, found.machine_config, found.name, version, extras)
         except PoolNotFound:
+            self.prepared.forget(pool)
             return _empty(404)
         except (ApiError, OSError, LookupError, ConfigError) as e:
             # the model's errors name fields and paths, never contents

@@ -6,6 +6,8 @@ timeouts).
   CVE-2016-2183); the certificate and key are read again when either file changes
   (upstream's ``certwatcher``), checked before each handshake, so a rotated Secret
   takes effect without a restart; a pair that does not load keeps the previous one.
+* A listen backlog of 1024 (Go's listener takes the kernel's ``somaxconn``): a fleet of
+  nodes booting at once is not dropped to SYN retries (64 cost 1 s at 100 clients).
 * Bounded (:mod:`mcd.host.httpserve`): at most ``workers`` requests answered at once; at
   most ``max_connections`` open, the oldest one without a whole request closed to admit a
   new one; ``timeout`` seconds from accept to a whole request head (TLS handshake
@@ -75,7 +77,7 @@ class Listener(HttpListener):
         port: int,
         tls: CertReloader | None = None,
         workers: int = 16,
-        backlog: int = 64,
+        backlog: int = 1024,
         timeout: float = 10.0,
         max_connections: int = 256,
     ) -> None:

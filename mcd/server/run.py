@@ -1,8 +1,9 @@
 """``mcd server``: the composition root (upstream ``cmd/machine-config-server start``).
 
 Both ports serve the same handler, as upstream's secure and insecure servers do; a port
-of 0 is off. The process runs until SIGTERM or SIGINT, then closes its sockets and lets
-the requests in flight finish.
+of 0 is off. The ports open once the watch caches have synced (upstream
+``NewClusterServer`` waits for its listers the same way). The process runs until SIGTERM
+or SIGINT, then closes its sockets and lets the requests in flight finish.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 from types import FrameType
 
 from mcd.cluster.api import Kube, load_client
+from mcd.server.caches import CachedSource
 from mcd.server.handler import Handler
 from mcd.server.listener import CertReloader, Listener
-from mcd.server.source import ClusterSource
 from mcd.server.tokens import TOKEN_NAMESPACE
 from mcd.server.tokenstore import TokenStore
 
@@ -65,17 +66,25 @@ def listeners(settings: Settings, handler: Handler) -> list[Listener]:
     return out
 
 
-def build_handler(settings: Settings) -> Handler:
+def build_handler(settings: Settings) -> tuple[Handler, CachedSource]:
     kube = Kube(load_client(settings.kubeconfig), timeout=10.0)
-    source = ClusterSource(
-        kube, settings.namespace, settings.apiserver_url, settings.bootstrap_token_dir
+    source = CachedSource(
+        kube,
+        settings.namespace,
+        settings.apiserver_url,
+        settings.bootstrap_token_dir,
+        settings.token_namespace if settings.require_join_token else "",
     )
-    tokens = TokenStore(kube, settings.token_namespace) if settings.require_join_token else None
-    return Handler(source, tokens)
+    tokens = (
+        TokenStore(kube, settings.token_namespace, source.token_secret)
+        if settings.require_join_token
+        else None
+    )
+    return Handler(source, tokens), source
 
 
 def run(settings: Settings) -> int:
-    handler = build_handler(settings)
+    handler, source = build_handler(settings)
     stop = threading.Event()
 
     def on_signal(signum: int, _: FrameType | None) -> None:
@@ -84,6 +93,8 @@ def run(settings: Settings) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if not source.start(stop):  # upstream waits for its caches too: no port until then
+        return 0
     running = listeners(settings, handler)
     for listener in running:
         listener.start()

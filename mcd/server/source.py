@@ -78,7 +78,8 @@ def kubeconfig_yaml(server: str, ca: bytes, token: str) -> bytes:
 
 
 class ClusterSource:
-    """Reads through the API server on every request (a few small GETs)."""
+    """Reads through the API server on every request (a few small GETs); ``mcd server``
+    reads watch caches instead (:class:`mcd.server.caches.CachedSource`)."""
 
     def __init__(
         self,
@@ -109,9 +110,7 @@ class ClusterSource:
 
     def _kubelet_ca(self) -> bytes:
         try:
-            cc = self.kube.request("GET", CONTROLLERCONFIG)
-            data = (cc.get("spec") or {}).get("kubeAPIServerServingCAData") or ""
-            return base64.b64decode(data) if data else b""
+            return self._controller_ca(self.kube.request("GET", CONTROLLERCONFIG))
         except ApiError as e:
             if e.status not in (403, 404):
                 raise
@@ -123,6 +122,15 @@ class ClusterSource:
             if e.status in (403, 404):
                 return b""
             raise
+        return self._configmap_ca(cm)
+
+    @staticmethod
+    def _controller_ca(cc: Obj) -> bytes:
+        data = (cc.get("spec") or {}).get("kubeAPIServerServingCAData") or ""
+        return base64.b64decode(data) if data else b""
+
+    @staticmethod
+    def _configmap_ca(cm: Obj) -> bytes:
         return str((cm.get("data") or {}).get("ca.crt") or "").encode()
 
     def _kubeconfig(self) -> bytes:

@@ -2,16 +2,19 @@
 and revokes them; the server judges a token and records each use (:mod:`mcd.server.tokens`
 says what a token and its Secret are).
 
-A use is recorded with a PUT conditional on the resourceVersion the token was judged at; on
+The server judges a token from its watch cache (one GET when the cache does not hold the
+id). A use is recorded with a PUT conditional on the resourceVersion the token was judged at; on
 a conflict (another node's use landed first) the Secret is read again and judged again, so
 concurrent joins never take more uses than the token has, and none is refused while one
-is left.
+is left. A revoked (deleted) token is never served: the PUT fails with 404 whatever the
+cache held.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from mcd.cluster.api import ApiError, Kube, Obj
@@ -41,9 +44,13 @@ NODES = "/api/v1/nodes"
 class TokenStore:
     """The token Secrets in one namespace (the server reads and records; the CLI creates)."""
 
-    def __init__(self, kube: Kube, namespace: str) -> None:
+    def __init__(
+        self, kube: Kube, namespace: str, cached: Callable[[str], Obj | None] | None = None
+    ) -> None:
         self.kube = kube
         self.path = f"/api/v1/namespaces/{namespace}/secrets"
+        self.cached = cached
+        """A token's Secret from the server's watch cache (None: not held, read it)."""
 
     def create(self, issued: Issued) -> None:
         self.kube.request("POST", self.path, body=issued.secret)
@@ -95,7 +102,9 @@ class TokenStore:
         if found is None:
             raise Refused("no join token" if not header else "malformed join token")
         token_id, token = found
-        secret = self._read(token_id)
+        secret = self.cached(token_id) if self.cached is not None else None
+        if secret is None:
+            secret = self._read(token_id)
         try:
             node = judge(secret, token, pool, now)
         except Refused as e:

@@ -1,8 +1,9 @@
 """``mcd server`` on a real kube-apiserver (``MCD_TEST_KUBECONFIG``) with the token of its own
 ServiceAccount (``daemonset/kubernetes/09-server.yaml``): the shipped RBAC lets it read the pool, the
 rendered config and its join-token Secret (in the tokens' own namespace) and mark the token
-used, and nothing else (no other Secret, even in its own namespace; no listing Secrets, no
-creating tokens, no writing pools or Nodes)."""
+used, list and watch them for its caches, and nothing else (no other Secret, even in its own
+namespace; no listing Secrets elsewhere, no creating or deleting tokens, no writing pools or
+Nodes)."""
 
 from __future__ import annotations
 
@@ -129,14 +130,14 @@ def test_the_server_account_serves_with_the_shipped_rbac_and_reaches_nothing_els
     assert denied(as_server, "GET", unrelated)
     assert denied(as_server, "PUT", unrelated, {"apiVersion": "v1", "kind": "Secret",
                                                 "metadata": {"name": "registry-creds"}})  # fmt: skip
-    assert denied(as_server, "GET", f"/api/v1/namespaces/{TOKENS_NS}/secrets")
+    assert not denied(as_server, "GET", f"/api/v1/namespaces/{TOKENS_NS}/secrets")  # its cache
     assert denied(as_server, "DELETE", token_secret)
     assert as_server.request("GET", f"{POOLS}/{pool}")["metadata"]["name"] == pool
     assert denied(as_server, "GET", f"/api/v1/namespaces/{NS}/secrets")
     assert denied(as_server, "GET", "/api/v1/namespaces/default/secrets/anything")
     assert denied(as_server, "POST", f"/api/v1/namespaces/{NS}/secrets",
                   {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}})  # fmt: skip
-    assert denied(as_server, "GET", POOLS)
-    assert denied(as_server, "GET", MACHINECONFIGS)
+    assert not denied(as_server, "GET", POOLS) and not denied(as_server, "GET", MACHINECONFIGS)
+    assert denied(as_server, "GET", f"/api/v1/namespaces/{NS}/configmaps")  # only by name
     assert denied(as_server, "PATCH", f"{POOLS}/{pool}")
     assert denied(as_server, "GET", "/api/v1/nodes")

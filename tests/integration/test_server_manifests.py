@@ -54,17 +54,17 @@ def test_the_server_may_read_pools_configs_and_its_token_secrets_and_nothing_mor
             (
                 ("machineconfiguration.openshift.io",),
                 ("machineconfigpools", "machineconfigs"),
-                ("get",),
+                ("get", "list", "watch"),
                 (),
             ),
             (
                 ("machineconfiguration.openshift.io",),
                 ("controllerconfigs",),
-                ("get",),
+                ("get", "list", "watch"),
                 ("machine-config-controller",),
             ),
-            (("",), ("secrets",), ("get", "update"), ()),
-            (("",), ("configmaps",), ("get",), ("kube-root-ca.crt",)),
+            (("",), ("secrets",), ("get", "list", "watch", "update"), ()),
+            (("",), ("configmaps",), ("get", "list", "watch"), ("kube-root-ca.crt",)),
         ]
     )
     secrets = next(

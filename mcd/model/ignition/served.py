@@ -131,6 +131,19 @@ def served_config(
     return json.dumps(to_version(doc, version), separators=(",", ":")).encode()
 
 
+def with_annotations(body: bytes, config_name: str, more: Mapping[str, str]) -> bytes | None:
+    """``body`` (served with no annotations of mcd's own) with ``more`` in its
+    node-annotations file: the same bytes :func:`served_config` builds with them, without
+    building the document again (a join token's use differs per node, the rest does not).
+    None when the file cannot be told apart in ``body`` (then build it whole)."""
+    plain = encode_data_url(node_annotations(config_name).encode()).encode()
+    if body.count(plain) != 1:
+        return None
+    return body.replace(
+        plain, encode_data_url(node_annotations(config_name, more).encode()).encode()
+    )
+
+
 @dataclass(frozen=True)
 class Unpacked:
     """A served document taken apart again, for a host without Ignition (``mcd join``)."""
