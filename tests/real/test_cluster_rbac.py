@@ -32,7 +32,7 @@ def agent(kube_cluster: TestCluster) -> Kube:
 
 
 # rules limited by resourceNames: asked about the one object they grant
-NAMED = {"machineconfigurations": "cluster"}
+NAMED = {"machineconfigurations": "cluster", "internalreleaseimages": "cluster"}
 
 
 def namespace_for(resource: str) -> str:
