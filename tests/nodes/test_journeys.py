@@ -269,6 +269,11 @@ def test_a_node_that_boots_later_joins_the_pool_and_ends_done_on_its_config(
                "cat > /etc/kubernetes/kubeconfig", stdin=host_kubeconfig(nodes))  # fmt: skip
     nodes.exec(JOINER, "sh", "-c", "mkdir -p /etc/mcd && cat > /etc/mcd/health.conf",
                stdin=health_conf(nodes, JOINER))  # fmt: skip
+    # a real node's installer writes them before its kubelet runs; here the DaemonSet's pod
+    # may have started first (without the API server's address): it starts again with them
+    early = installed.agent_pod(JOINER)
+    if early is not None:
+        nodes.kubectl("delete", "pod", "-n", "mcd", early["metadata"]["name"], "--wait=false")
 
     def joiner_log() -> str:
         return installed.agent_log(JOINER)
