@@ -71,6 +71,7 @@ from mcd.cluster.nodelease import NodeLease
 from mcd.cluster.watch import Backoff, NodeWatch
 from mcd.host.agentlock import AgentLock, machine_id
 from mcd.host.errors import HostError
+from mcd.host.ondisk import undo
 from mcd.host.osupdate.osrelease import read_os_release
 from mcd.host.rootfs import Root
 from mcd.host.systemd.journal import notify
@@ -340,6 +341,7 @@ class Agent:
 
     def _run_holding_lease(self) -> int:
         log.info("Starting to manage node: %s", self.options.node_name)
+        undo.sweep_in_background()  # an update's preimages go after its report, not before
         log_system_data_in_background(self.ctx.host.root, self.metrics, self.options.node_name)
         try:
             release = read_os_release(self.ctx.host.root)

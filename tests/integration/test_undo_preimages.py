@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,23 @@ def test_a_file_on_the_state_directorys_filesystem_is_kept_as_a_hard_link(
     assert target.read_bytes() == b"a=1\n"
     assert (after.st_mode & 0o7777, after.st_mtime_ns) == (0o640, 2_000_000_000)
     assert after.st_ino != kept.st_ino  # the node's file is not the preimage's inode
+    undo.discard(root)  # a one-shot command's: the preimages gone before it returns
+    assert not (tmp_path / undo.RECORD.lstrip("/")).exists()
+    state = (tmp_path / undo.PREIMAGES.lstrip("/")).parent
+    assert sorted(p.name for p in state.iterdir()) == []
+
+
+def test_in_the_agent_preimages_go_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(undo, "_background", threading.Event())
+    undo.sweep_in_background()
+    root, _ = _root(tmp_path)
+    undo.record(root, [PATH])
+    fsops.write_file(root, PATH, b"a=2\n", 0o600)
     undo.discard(root)
     assert not (tmp_path / undo.RECORD.lstrip("/")).exists()  # at once: no rollback reads it
+    assert not (tmp_path / undo.PREIMAGES.lstrip("/")).exists()  # put aside at once
     undo.settle()
     state = (tmp_path / undo.PREIMAGES.lstrip("/")).parent  # the state directory
     assert sorted(p.name for p in state.iterdir()) == []  # the preimages put aside are gone

@@ -127,12 +127,16 @@ def restore(root: Root) -> None:
 def discard(root: Root) -> None:
     """Remove the record and its preimages (an update committed, rolled back or never begun).
 
-    The record goes at once and durably: without it, no rollback reads the preimages. The
-    preimages are renamed aside (one rename) and unlinked by a thread of their own, off the
-    update's path: unlinking them is where the old files' blocks are freed, the slowest part
-    of a commit. A process that exits waits for that thread (:func:`settle`); the asides a
-    killed process left are removed by the next :func:`record`."""
+    The record goes at once and durably: without it, no rollback reads the preimages. In the
+    agent (:func:`sweep_in_background`) the preimages are renamed aside (one rename) and
+    unlinked by a thread of their own, off the update's path: unlinking them is where the old
+    files' blocks are freed, the slowest part of a commit. A process that exits waits for that
+    thread (:func:`settle`); the asides a killed process left are removed by the next
+    :func:`record`. Elsewhere (a one-shot command) they go before this returns."""
     fsops.remove(root, RECORD)
+    if not _background.is_set():
+        fsops.remove(root, PREIMAGES)
+        return
     host = fsops.target_path(root, PREIMAGES)
     if not os.path.lexists(host):
         return
@@ -145,6 +149,11 @@ def discard(root: Root) -> None:
     _sweeps[aside] = sweep
 
 
+def sweep_in_background() -> None:
+    """From now on, :func:`discard` leaves the preimages to a thread (the agent's updates)."""
+    _background.set()
+
+
 def settle() -> None:
     """Wait until every preimage :func:`discard` put aside is gone."""
     for aside in list(_sweeps):
@@ -154,6 +163,7 @@ def settle() -> None:
 _ASIDE = ".discarded."
 _asides = itertools.count()
 _sweeps: dict[str, threading.Thread] = {}
+_background = threading.Event()
 
 
 def _remove_asides(root: Root) -> None:
