@@ -81,11 +81,10 @@ def before_drain(ctx: Context, plan: UpdatePlan) -> bool:
             rpm.download(image)
         else:
             Bootc(host.root, host.effects.runner).download(image)
-    except HostError as e:
-        reason = f"failed to stage OS image {image}: {e}"
-        log.error("%s", reason)
+    except HostError as e:  # upstream's words for a failed pull ("failed to update OS to ...")
+        log.error("Staging OS image %s failed; the node is not drained: %s", image, e)
         progress.image_pull(ctx, image, str(e))
-        raise SyncError(reason) from e
+        raise SyncError(str(e)) from e
     log.info("Staged OS image %s in %.1fs; the drain follows", image, time.monotonic() - started)
     progress.image_pull(ctx, image, done=True)
     if node_state(ctx.writer.current()) == NodeState.WORKING:

@@ -116,7 +116,6 @@ def parse_status(text: str) -> Status:
 
 
 RETRY_ENV = "MCD_REBASE_RETRY_SECONDS"
-NO_SPACE = "no space left on device"
 
 
 @dataclass
@@ -218,8 +217,8 @@ class RpmOstree:
                 return
             except RpmOstreeError as e:
                 last = str(e)
-                if attempt == self.retry.attempts or NO_SPACE in last.lower():
-                    break  # a full disk stays full: said at once, as upstream's image pulls
+                if attempt == self.retry.attempts:
+                    break
                 log.warning(
                     "rebase to %s failed (attempt %d), retrying in %gs: %s",
                     image,
