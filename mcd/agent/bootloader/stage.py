@@ -59,8 +59,9 @@ def before_drain(ctx: Context, plan: UpdatePlan) -> bool:
     bootc = host.support().os_image == BOOTC and not host.ostree
     if rpm is None and not bootc:
         return False
+    tool = Bootc(host.root, host.effects.runner)
     try:
-        booted = rpm.booted_image() if rpm is not None else Bootc(host.root, host.effects.runner).booted_image()
+        booted = rpm.booted_image() if rpm is not None else tool.booted_image()
     except HostError as e:
         raise SyncError(f"cannot stage OS image {image}: {e}") from e
     if booted == image and not plan.new.ocl_image:
@@ -80,7 +81,7 @@ def before_drain(ctx: Context, plan: UpdatePlan) -> bool:
             rpm.cleanup_pending()  # a deployment left by an interrupted run goes first
             rpm.download(image)
         else:
-            Bootc(host.root, host.effects.runner).download(image)
+            tool.download(image)
     except HostError as e:  # upstream's words for a failed pull ("failed to update OS to ...")
         log.error("Staging OS image %s failed; the node is not drained: %s", image, e)
         progress.image_pull(ctx, image, str(e))
