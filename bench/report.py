@@ -24,6 +24,7 @@ from bench.engine import bench_plan, bench_validate
 from bench.gate import bench_gate
 from bench.host import bench_apply_files
 from bench.server import bench_server
+from bench.stage import bench_stage
 from bench.startup import bench_startup
 
 
@@ -47,6 +48,7 @@ def steps(tmp: Path, load_tolerant: bool) -> list[tuple[str, Callable[[], list[R
         ("failed health gate to the previous config", bench_gate),
         ("controller requests per node update", lambda: [bench_controller_requests()]),
         ("mcd server GET /config/<pool>", bench_server),
+        ("drain -> Done of an OS update, staged or not", lambda: [bench_stage(tmp / "stage")]),
     ]
 
 

@@ -5,7 +5,10 @@ the state file. ``status --format=json`` prints a ``BootcHost`` in bootc's shape
 (``status.booted/staged/rollback.image.image.image``, ``imageDigest``); ``switch [--transport
 registry] IMAGE`` stages IMAGE (its digest made from the reference); ``upgrade`` stages the
 booted reference again with a new digest; ``rollback`` makes the rollback entry the next
-boot's (a staged one is dropped). The state's ``"fail": {"switch": "error: ..."}`` makes that
+boot's (a staged one is dropped). ``switch --download-only`` pulls IMAGE and stages it locked:
+:func:`boot_staged` does not boot it until a ``switch`` without the flag unlocks it (no pull
+then). Pulls wait as the rpm-ostree stand-in's do (``MCD_FAKE_PULL_SECONDS``,
+``MCD_FAKE_PULL_GATE``). The state's ``"fail": {"switch": "error: ..."}`` makes that
 verb print the message and exit 1. The harness boots what is staged with :func:`boot_staged`.
 """
 
@@ -17,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.fakes.rpm_ostree import pull
 
 State = dict[str, Any]
 
@@ -42,7 +47,7 @@ def save(path: Path, state: State) -> None:
 def boot_staged(path: Path) -> bool:
     """The next boot: the staged entry (else the booted one) boots; False when none staged."""
     state = load(path)
-    if not state["staged"]:
+    if not state["staged"] or state["staged"].get("download_only"):
         return False
     state["rollback"], state["booted"], state["staged"] = state["booted"], state["staged"], None
     save(path, state)
@@ -80,9 +85,16 @@ def _status(state: State) -> dict[str, Any]:
     }
 
 
+def _image(argv: list[str]) -> str:
+    return [a for a in argv[1:] if not a.startswith("--") and a != "registry"][-1]
+
+
 def main(argv: list[str]) -> int:
     path = Path(os.environ["MCD_FAKE_BOOTC_STATE"])
     state = load(path)
+    if argv and argv[0] == "switch" and not state["fail"].get("switch"):
+        pull(_image(argv), state.get("downloaded", []))
+        state = load(path)
     state["calls"].append(argv)
     verb = argv[0] if argv else ""
     failure = state["fail"].get(verb)
@@ -93,8 +105,11 @@ def main(argv: list[str]) -> int:
     if verb == "status" and ("--format=json" in argv or "--json" in argv):
         print(json.dumps(_status(state)))
     elif verb == "switch":
-        image = [a for a in argv[1:] if not a.startswith("--") and a != "registry"][-1]
+        image = _image(argv)
+        state["downloaded"] = sorted({*state.get("downloaded", []), image})
         state["staged"] = _entry(image)
+        if "--download-only" in argv:
+            state["staged"]["download_only"] = True
     elif verb == "upgrade":
         state["staged"] = _entry(state["booted"]["image"], salt=str(len(state["calls"])))
     elif verb == "rollback":

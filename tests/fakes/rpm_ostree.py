@@ -18,6 +18,13 @@ the JSON state file. :func:`load` and :func:`save` show both the same way: a
 deployment a test drops from ``state["deployments"]`` is undeployed.
 
 The harness boots the staged deployment with :func:`boot_staged`.
+
+Pulls take time where a test says so: ``MCD_FAKE_PULL_SECONDS`` is how long a ``rebase``
+of an image not yet in the repository waits (``--download-only`` pulls and deploys
+nothing; a later ``rebase`` of that image finds it pulled and only deploys), and with
+``MCD_FAKE_PULL_GATE=FILE`` a pull writes ``FILE.pulling`` and waits until ``FILE``
+exists. The wait happens outside the state's lock, as rpm-ostree's pull does not hold
+its sysroot lock against ``status``. Images pulled are listed in ``state["downloaded"]``.
 """
 
 import configparser
@@ -28,6 +35,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -269,8 +277,35 @@ def _not_in_repos(state: State, packages: list[str]) -> list[str]:
     return [p for p in packages if not any(list(d.glob(f"**/{p}-[0-9]*.rpm")) for d in dirs)]
 
 
+def _image_of(args: list[str]) -> str:
+    ref = next((a for a in args if not a.startswith("--")), "")
+    return ref.split(":", 1)[1] if ":" in ref else ref
+
+
+def pull(image: str, pulled: list[str]) -> None:
+    """A registry pull of ``image`` (nothing when ``pulled`` holds it): the test's pull time
+    and gate (module docstring)."""
+    if image in pulled:
+        return
+    gate = os.environ.get("MCD_FAKE_PULL_GATE", "")
+    if gate:
+        Path(f"{gate}.pulling").write_text(image)
+        deadline = time.monotonic() + 120
+        while not Path(gate).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    time.sleep(float(os.environ.get("MCD_FAKE_PULL_SECONDS", "0") or 0))
+
+
+def _failing(state: State, verb: str) -> bool:
+    return bool(state["fail"].get(verb)) and state["fail_times"].get(verb, 1) > 0
+
+
 def main(argv: list[str]) -> int:
     path = Path(os.environ["MCD_FAKE_RPMOSTREE_STATE"])
+    if argv and argv[0] == "rebase":
+        state = load(path)
+        if not _failing(state, "rebase"):
+            pull(_image_of(argv[1:]), state.get("downloaded", []))
     with locked(path):
         return _call(path, argv)
 
@@ -280,7 +315,7 @@ def _call(path: Path, argv: list[str]) -> int:
     verb = argv[0] if argv else ""
     state["calls"].append({"argv": argv, "client": os.environ.get("RPMOSTREE_CLIENT_ID", "")})
     fail = state["fail"].get(verb)
-    if fail and state["fail_times"].get(verb, 1) > 0:
+    if _failing(state, verb):
         state["fail_times"][verb] = state["fail_times"].get(verb, 1) - 1
         save(path, state)
         print(fail, file=sys.stderr)
@@ -295,8 +330,10 @@ def _call(path: Path, argv: list[str]) -> int:
         public = [{k: v for k, v in d.items() if k != "kargs"} for d in state["deployments"]]
         out = json.dumps({"deployments": public, "transaction": None, "cached-update": None})
     elif verb == "rebase":
-        ref = next(a for a in args if not a.startswith("--"))
-        _stage(state, image=ref.split(":", 1)[1])
+        image = _image_of(args)
+        state["downloaded"] = sorted({*state.get("downloaded", []), image})
+        if "--download-only" not in args:
+            _stage(state, image=image)
     elif verb == "kargs" and not args:
         out = " ".join(_default(state)["kargs"]) + "\n"
     elif verb == "kargs":

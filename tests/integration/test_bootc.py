@@ -18,7 +18,7 @@ from mcd.agent.bootloader.postboot import boot_problem
 from mcd.agent.update.handles import Node
 from mcd.agent.update.transaction import Outcome, UpdateError
 from mcd.host.effects import HostEffects
-from mcd.host.osupdate.bootc import parse_status
+from mcd.host.osupdate.bootc import Bootc, parse_status
 from mcd.host.osupdate.rpmostree import RpmOstree
 from mcd.host.rootfs import Root
 from mcd.host.runner import CommandResult, Runner
@@ -92,6 +92,26 @@ def test_switch_stages_the_configs_image_and_the_boot_into_it_is_checked(
     )  # not booted yet
     assert bootc.boot_staged(state)
     assert boot_problem(node, mc) == ""
+
+
+def test_an_image_downloaded_before_the_drain_boots_only_after_the_switch(
+    host: tuple[Path, Path, Node],
+) -> None:
+    """Stage before you drain (issue 46): ``bootc switch --download-only`` pulls the image and
+    stages it locked (a reboot now boots the old image); the update's switch after the
+    drain unlocks it, and the boot after that is into the new image."""
+    root, state, node = host
+    apply(root, node, "rendered-1", osImageURL=IMAGE_A)
+    Bootc(Root(root), node.effects.runner).download(IMAGE_B)
+    s = bootc.load(state)
+    assert s["calls"][-1] == ["switch", "--download-only", "--transport", "registry", IMAGE_B]
+    assert s["staged"]["image"] == IMAGE_B and s["downloaded"] == [IMAGE_B]
+    assert not bootc.boot_staged(state)  # locked: a crash and reboot here boots IMAGE_A
+    assert bootc.load(state)["booted"]["image"] == IMAGE_A
+    assert apply(root, node, "rendered-2", osImageURL=IMAGE_B) is Outcome.REBOOT_PENDING
+    assert bootc.load(state)["calls"][-1] == ["switch", "--transport", "registry", IMAGE_B]
+    assert bootc.boot_staged(state)
+    assert bootc.load(state)["booted"]["image"] == IMAGE_B
 
 
 def test_a_failed_switch_rolls_the_update_back(host: tuple[Path, Path, Node]) -> None:

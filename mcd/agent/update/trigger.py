@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from mcd.agent.bootloader import postboot, softreboot
+from mcd.agent.bootloader import postboot, softreboot, stage
 from mcd.agent.report import startup, timing
 from mcd.agent.safety import bootretry, gateboots, health, owed
 from mcd.agent.update import gating, imagemode, progress, trying
@@ -241,6 +241,8 @@ def _run(
     may_drain: bool = True,
     gate: health.HealthGate | None = None,
 ) -> Outcome:
+    if plan.drain and may_drain:
+        stage.before_drain(ctx, plan)  # the OS image pulled while the pods still run
     if plan.drain and not may_drain:  # upstream performDrain on a SingleReplica cluster
         log.info("Drain not required, skipping")
         ctx.events.record(Reason.DRAIN, "Drain not required, skipping")

@@ -100,6 +100,13 @@ class Bootc:
         self._run("switch", "--transport", "registry", image)
         return True
 
+    def download(self, image: str) -> None:
+        """``bootc switch --download-only``: pull ``image`` and stage it locked (a download-only
+        deployment is not queued for the next boot); the ``switch`` that follows finds it
+        pulled and unlocks it."""
+        log.info("Downloading %s (download-only)", image)
+        self._run("switch", "--download-only", "--transport", "registry", image)
+
     def restage(self, image: str) -> None:
         """``bootc switch`` to ``image`` even when it is booted: the next boot is that image
         (the undo of a switch not booted yet)."""

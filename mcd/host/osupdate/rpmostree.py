@@ -197,11 +197,24 @@ class RpmOstree:
             log.info("Already in desired image %s", image)
             return False
         self.initialize()
+        self._with_retry(image, "rebase", "--experimental", UNVERIFIED_REGISTRY + image)
+        return True
+
+    def download(self, image: str) -> None:
+        """``rpm-ostree rebase --download-only``: pull ``image`` into the OSTree repository
+        and deploy nothing (no deployment is staged, the next boot is unchanged); the
+        ``rebase`` that follows finds its layers there and only deploys. Upstream's
+        retries, as :meth:`rebase`."""
+        self.initialize()
+        ref = UNVERIFIED_REGISTRY + image
+        self._with_retry(image, "rebase", "--experimental", "--download-only", ref)
+
+    def _with_retry(self, image: str, *args: str) -> None:
         delay, last = self.retry.initial, ""
         for attempt in range(1, self.retry.attempts + 1):
             try:
-                self._run("rebase", "--experimental", UNVERIFIED_REGISTRY + image)
-                return True
+                self._run(*args)
+                return
             except RpmOstreeError as e:
                 last = str(e)
                 if attempt == self.retry.attempts:
