@@ -25,6 +25,7 @@ from tests.e2e.harness import REPO, AgentNode, free_port
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.apiserver.cluster import NODES
 from tests.fakes.kubecluster import TestCluster
+from tests.patience import patient
 
 Obj = dict[str, Any]
 ROLE = "machineconfiguration.openshift.io/role"
@@ -163,6 +164,7 @@ def target(cluster: TestCluster, name: str) -> str:
 
 
 def wait(check: Callable[[], bool], timeout: float, what: str, *logs: Callable[[], str]) -> None:
+    timeout = patient(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -38,6 +38,7 @@ from mcd.model.vocabulary import CURRENT_CONFIG_PATH, Annotation
 from tests.fakes import ostree_sysroot, rpm_ostree
 from tests.fakes.bus import SystemdBus
 from tests.fakes.kubecluster import TestCluster, write_kubeconfig
+from tests.patience import patient
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "tests" / "fakes" / "bin"
@@ -289,6 +290,7 @@ class AgentNode:
         self.cluster.annotate(self.name, {Annotation.DESIRED_CONFIG: config})
 
     def wait_for(self, check: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+        timeout = patient(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if check():

@@ -15,6 +15,7 @@ from mcd.model.vocabulary import Annotation
 from tests.e2e.configs import worker
 from tests.e2e.harness import AgentNode, Obj, create_config
 from tests.fakes.kubecluster import TestCluster
+from tests.patience import patient
 
 
 def install(
@@ -100,7 +101,7 @@ def release_and_no_reboot(node: AgentNode, cluster: TestCluster, ns: str) -> Non
 
 def wait_served(kube: Kube, path: str, what: str, timeout: float = 60.0) -> None:
     """Wait until discovery catches up with a new kind: a GET of ``path`` answers."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     while True:
         try:
             kube.request("GET", path)

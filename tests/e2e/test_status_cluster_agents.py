@@ -29,6 +29,7 @@ from mcd.cluster.pools import POOLS
 from mcd.model.vocabulary import Annotation
 from tests.e2e.test_controller import _crds  # noqa: F401  # the pool CRD on a real cluster
 from tests.fakes.kubecluster import TestCluster
+from tests.patience import patient
 
 DS_LABELS = {"app.kubernetes.io/name": "mcd"}  # daemonset/base/03-daemonset.yaml's selector
 IMAGE = "registry.invalid/mcd/mcd:does-not-exist"
@@ -159,7 +160,7 @@ def test_status_cluster_watch_prints_again_on_every_change_until_interrupted(
     seen: list[str] = []
 
     def until(text: str, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patient(timeout)
         while not any(text in line for line in seen):
             left = deadline - time.monotonic()
             assert left > 0 and proc.poll() is None, (text, seen, proc.poll())

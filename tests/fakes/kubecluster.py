@@ -20,6 +20,7 @@ from mcd.cluster.policies import MACHINECONFIGURATION
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.realcluster import AGENT_KUBECONFIG_ENV
 from tests.fakes.tls import serving_context
+from tests.patience import patient
 
 Obj = dict[str, Any]
 TEST_LABEL = {"mcd-test": "true"}
@@ -188,7 +189,7 @@ class TestCluster:
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     while time.monotonic() < deadline:
         if check():
             return True

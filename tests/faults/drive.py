@@ -22,6 +22,7 @@ from tests.builders import file_entry
 from tests.e2e.configs import KEY_B, worker
 from tests.e2e.harness import IMAGE_A, IMAGE_B, AgentNode, create_config
 from tests.fakes.kubecluster import TestCluster
+from tests.patience import patient
 
 Obj = dict[str, Any]
 
@@ -85,7 +86,7 @@ class Supervisor:
         return a
 
     def until(self, check: Callable[[Obj], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patient(timeout)
         while time.monotonic() < deadline:
             a = self.tick()
             if a is not None and check(a):

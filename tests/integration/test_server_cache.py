@@ -30,12 +30,13 @@ from tests.integration.test_server_ignition import (
     rendered,
     start_server,
 )
+from tests.patience import patient
 
 pytestmark = pytest.mark.cluster
 
 
 def wait_for(check: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + patient(seconds)
     while not check():
         assert time.monotonic() < deadline, f"not within {seconds}s: {what}"
         time.sleep(0.05)

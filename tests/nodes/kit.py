@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.patience import patient
+
 REPO = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
 REFUSED = 4
@@ -150,6 +152,7 @@ def wait(
     what: Callable[[], object], timeout: float, message: str, *logs: Callable[[], str]
 ) -> None:
     """Until ``what()`` is true, or fail after ``timeout`` seconds with the logs' tails."""
+    timeout = patient(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if what():

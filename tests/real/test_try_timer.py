@@ -19,6 +19,7 @@ import pytest
 
 from mcd.agent.safety.trymode import TIMER_UNIT, TRY_PREVIOUS, TRY_STATE
 from tests.builders import file_entry, mc_doc
+from tests.patience import patient
 from tests.real.inside import REPO, InsideNode, booted_container
 
 POLICY = "/etc/containers/policy.json"  # crio reloads it: a rebootless change
@@ -72,7 +73,7 @@ def node() -> Iterator[Node]:
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
