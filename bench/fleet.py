@@ -55,6 +55,8 @@ from tests.fakes.realcluster import ThrowAwayCluster, ensure_binaries
 N = int(os.environ.get("MCD_FLEET_NODES", "5000"))
 UPDATE = float(os.environ.get("MCD_FLEET_UPDATE_SECONDS", "5"))
 PERCENT = 10
+PACER_THREADS = 32
+"""The minimal pacer writes its targets on 32 threads (issue 46)."""
 NODE_ROLE = "node-role.kubernetes.io/worker"
 MERGE = "application/merge-patch+json"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -205,7 +207,7 @@ class Fleet:
 def pace(fleet: Fleet, kube: Kube, target: str, limit: int) -> float:
     """The minimal pacer's rollout to ``target``: its wall time."""
     queue = sorted(fleet.nodes)
-    writers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="pacer")
+    writers = ThreadPoolExecutor(max_workers=PACER_THREADS, thread_name_prefix="pacer")
     handed: set[str] = set()
     start = time.monotonic()
     while True:
@@ -259,7 +261,7 @@ def profiler(pid: int) -> subprocess.Popen[bytes] | None:
     out = os.environ.get("MCD_FLEET_PYSPY")
     if not out:
         return None
-    spy = Path(sys.executable).parent / "py-spy"
+    spy = os.environ.get("MCD_FLEET_PYSPY_BIN") or Path(sys.executable).parent / "py-spy"
     args = ["record", "--pid", str(pid), "--nonblocking", "--gil", "-r", "100", "-f", "raw"]
     return subprocess.Popen([str(spy), *args, "-o", out], stdout=subprocess.DEVNULL)
 
@@ -440,8 +442,8 @@ def main() -> None:
         for i, p in enumerate(peaks)
     ]
     rows += [
-        Row("controller peak RSS", rss, 100.0, "<= 100 MiB", rss <= 100, unit="MB"),
-        Row("controller CPU per node update", cpu_ms, 0.003, "<= 3 ms", cpu_ms <= 0.003),
+        Row("controller peak RSS", rss, 150.0, "<= 150 MiB", rss <= 150, unit="MB"),
+        Row("controller CPU per node update", cpu_ms, 0.0015, "<= 1.5 ms", cpu_ms <= 0.0015),
         Row(
             "controller passes per node update",
             passes / updates,

@@ -199,6 +199,11 @@ class InFlight:
                     out[node] = target
             return out
 
+    def names(self) -> frozenset[str]:
+        """The nodes in flight now (one look for a walk over many)."""
+        with self._lock:
+            return frozenset(self._targets)
+
     def __contains__(self, node: object) -> bool:
         with self._lock:
             return node in self._targets

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.model.reboots.requests import REQUESTED_ANNOTATION, NodeReboot
@@ -173,41 +173,34 @@ class NodeView:
             rebooting=REQUESTED_ANNOTATION in ann and NodeReboot.of(ann).pending,
         )
 
-    @property
-    def schedulable_and_ready(self) -> bool:
-        """Upstream ``IsNodeReady``: Ready, no disk or network trouble, schedulable."""
-        return self.ready and not self.unschedulable
+    schedulable_and_ready: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsNodeReady``: Ready, no disk or network trouble, schedulable."""
+    done: bool = field(init=False, repr=False, compare=False)
+    """current == desired (both set) and the agent says Done."""
+    degraded: bool = field(init=False, repr=False, compare=False)
+    failing: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsNodeMCDFailing``: degraded on the way to another config."""
+    unavailable: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
+    and (beyond upstream) an OS reboot under way.
 
-    @property
-    def done(self) -> bool:
-        """current == desired (both set) and the agent says Done."""
-        return bool(self.current) and self.current == self.desired and self.state == NodeState.DONE
+    A node no controller has targeted yet (no ``desiredConfig``) is not updating: on a
+    plain cluster a joining node has no annotations, and counting it would let it
+    block its own first config.
+    """
 
-    @property
-    def degraded(self) -> bool:
-        return self.state in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
-
-    @property
-    def failing(self) -> bool:
-        """Upstream ``IsNodeMCDFailing``: degraded on the way to another config."""
-        return self.current != self.desired and self.degraded
-
-    @property
-    def unavailable(self) -> bool:
-        """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
-        and (beyond upstream) an OS reboot under way.
-
-        A node no controller has targeted yet (no ``desiredConfig``) is not updating: on a
-        plain cluster a joining node has no annotations, and counting it would let it
-        block its own first config.
-        """
-        if not self.schedulable_and_ready or self.rebooting:
-            return True
-        if not self.desired:
-            return False
-        if self.done:
-            return False
-        return not self.failing
+    def __post_init__(self) -> None:
+        """The states above, worked out once (a pass reads them several times a node)."""
+        ready = self.ready and not self.unschedulable
+        done = bool(self.current) and self.current == self.desired and self.state == NodeState.DONE
+        degraded = self.state in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
+        failing = self.current != self.desired and degraded
+        unavailable = (not ready or self.rebooting or (
+            bool(self.desired) and not done and not failing))  # fmt: skip
+        for name, value in (("schedulable_and_ready", ready), ("done", done),
+                            ("degraded", degraded), ("failing", failing),
+                            ("unavailable", unavailable)):  # fmt: skip
+            object.__setattr__(self, name, value)
 
     def updated(self, target: str) -> bool:
         return self.done and self.desired == target

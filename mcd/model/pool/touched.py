@@ -51,6 +51,8 @@ class Changes:
     node_labels: list[Labels] = field(default_factory=list)
     config_labels: list[Labels] = field(default_factory=list)
     config_names: set[str] = field(default_factory=set)
+    node_names: set[str] = field(default_factory=set)
+    """The Nodes changed (a refill touches only these: :mod:`mcd.model.pool.ledger`)."""
 
     def everything(self) -> None:
         """A change the caller cannot name (a relist, a drain's outcome, a timer)."""
@@ -63,6 +65,7 @@ class Changes:
             self.full = True  # as cheap as matching them all, and the list stays bounded
         elif not self.full:
             self.node_labels.append(_labels(new))
+            self.node_names.add(name_of(new))
 
     def pool(self, old: Obj | None, new: Obj | None) -> None:
         if old is None or new is None or name_of(old) != name_of(new):
