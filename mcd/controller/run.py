@@ -56,7 +56,7 @@ from mcd.controller.refill.passes import changed_nodes, refill_only
 from mcd.controller.rendering import RenderStep
 from mcd.controller.scrapers import ScraperCheck, guarded
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import PoolReport, Snapshot, Syncer, drain_policies
+from mcd.controller.sync import FULL_EVERY, PoolReport, Snapshot, Syncer, drain_policies
 from mcd.controller.writes import CONNECTIONS
 from mcd.host.statusserver import StatusServer
 from mcd.model.pool.hygiene import Membership
@@ -300,6 +300,8 @@ class Controller:
                 began, cpu = time.monotonic(), time.thread_time()
                 next_window = self._pass()
                 took, cpu = time.monotonic() - began, time.thread_time() - cpu
+                self.dirty.took(cpu)  # a whole pass's cost sets the period of the next
+                self.syncer.full_every = max(FULL_EVERY, self.dirty.period)
             except Exception:  # a bug in one pass must not stop the rollout of every pool
                 log.exception("Controller pass failed; retrying")
                 next_window, took, cpu = None, 0.0, 0.0

@@ -138,6 +138,9 @@ class Syncer:
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     window_waits: WindowWaits = field(default_factory=WindowWaits)
     _writes: NodeWrites = field(default_factory=NodeWrites)
+    full_every: float = FULL_EVERY
+    """Seconds a pool's status may wait while passes only refill its slots (the controller
+    sets the period of its whole passes: :attr:`mcd.controller.dirty.DirtyPools.period`)."""
     refill: RefillStep = field(default_factory=RefillStep)
     """Each pool's ledger, for the passes that only refill slots (:meth:`refill_pass`)."""
     _inflight: InFlight = field(default_factory=InFlight)
@@ -235,7 +238,7 @@ class Syncer:
         if not hygiene.selecting_all(self.writer, pool):  # upstream's SelectingAll: no rollout
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             self.window_waits(self.writer, pool, rollout, window)
-            recent = snap.taken - self._synced_at.get(name, float("-inf")) < FULL_EVERY
+            recent = snap.taken - self._synced_at.get(name, float("-inf")) < self.full_every
             if rollout.targets and snap.refill_only and recent:
                 self.refill.keep(pool, views, {*flying, *rollout.targets}, rollout.targets)
                 return PoolReport(name, rollout, old, refilled_only=True)
@@ -291,7 +294,7 @@ class Syncer:
             return None if (obj := lookup(node)) is None else self._view(obj)
 
         def whole(pool: Obj) -> bool:  # gates, or no whole sync for FULL_EVERY
-            recent = taken - self._synced_at.get(name_of(pool), float("-inf")) < FULL_EVERY
+            recent = taken - self._synced_at.get(name_of(pool), float("-inf")) < self.full_every
             return not recent or self.holds.applies(pool)  # type: ignore[union-attr]
 
         if self.drain_released():
