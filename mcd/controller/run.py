@@ -326,14 +326,15 @@ class Controller:
         pools, paced, claimed = self.pacer.sort(self.pools.items())  # before any write
         only = self.dirty.pools_of(changes, pools, time.monotonic())
         only = frozenset(paced if only is None else (set(only) & paced) | claimed)
-        refilled = refill_only(changes, pools, only, self.syncer, self.drains, self.nodes.get,
-                               taken)  # fmt: skip
-        if refilled is not None:  # the changed nodes and the targets, not every Node
-            return self._reported(refilled, whole=False)
+        configs = {str(c["metadata"]["name"]): c for c in self.configs.items()}
+        self._generate(configs)
+        if (refilled := refill_only(changes, pools, only, self.syncer, self.drains,
+                                    self.nodes.get, taken)) is not None:  # fmt: skip
+            return self._reported(refilled, whole=False)  # changed nodes, targets: no walk
         previous, self._membership = self._membership, None  # kept only by a pass that ends
         snap = Snapshot(
             pools=pools,
-            configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
+            configs=configs,
             nodes=self.nodes.items(),
             taken=taken,
             refill_only=changes.nodes_only,
@@ -348,7 +349,6 @@ class Controller:
                          and policies[name_of(n)].pool in paced]  # fmt: skip
             self.drains.sync(nodes, policies)
             self._drains_at = taken
-        self._generate(snap)
         reports = self.syncer.sync_all(snap, only)
         self._membership = snap.membership
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)
@@ -377,7 +377,7 @@ class Controller:
                             datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
 
-    def _generate(self, snap: Snapshot) -> None:
+    def _generate(self, configs: dict[str, Obj]) -> None:
         """KubeletConfigs and ContainerRuntimeConfigs into their MachineConfigs (a kind whose
         CRD is not installed, its cache never synced, is left out); a failure here is logged
         and never stops the rollouts."""
@@ -386,7 +386,7 @@ class Controller:
         if not objects:
             return
         try:
-            self.generated(objects, self.pools.items(), snap.configs)
+            self.generated(objects, self.pools.items(), configs)
         except Exception:
             log.exception("Generating MachineConfigs failed; retrying")
 

@@ -21,6 +21,7 @@ from mcd.model.pool.pools import NodeView, name_of, target_of, upstream_order, w
 
 Facts = Callable[[Mapping[str, Any]], tuple[NodeView, bool]]
 Item = tuple[str, list[Any], str]
+Lookup = Callable[[str], Mapping[str, Any] | None]
 
 
 @dataclass
@@ -39,14 +40,12 @@ class Taints:
         self, pool: Mapping[str, Any], members: Iterable[Mapping[str, Any]],
         latest: MutableMapping[str, Mapping[str, Any]], flying: Iterable[str],
     ) -> bool:  # fmt: skip
-        """The taints of a whole sync of ``pool`` (``latest``: the Nodes this pass wrote;
-        waited for, each one written goes in); False when work is left for the next pass
-        that no refill will do."""
+        """The taints of a whole sync of ``pool`` (``latest``: its Nodes as this pass has
+        them; waited for, each one written goes in); False when work is left for the next
+        pass that no refill will do (in the background, the refills do it)."""
         name, target = name_of(pool), target_of(pool)
         self._left.pop(name, None)
         queued = self.writes.queued() if self.background else frozenset()
-        if self.background and len(queued) >= QUEUED:  # none could be queued: a later pass
-            return False
         due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
         busy = {*flying, *self.inflight.names()}
         for cached in members:
@@ -56,20 +55,16 @@ class Taints:
             view, tainted = self.facts(node)
             if (view.desired != target) != tainted and view.name not in queued:
                 due.append((view, node, tainted))
-        if self.background:
-            order = {v.name: i for i, v in enumerate(upstream_order([d[0] for d in due]))}
-            due.sort(key=lambda d: -order[d[0].name])
-        limit = max(0, QUEUED - len(queued)) if self.background else TAINT_BATCH
-        todo = [_item(node, tainted) for _view, node, tainted in due[:limit]]
-        if not self.background:
-            self.writes.each(self._write, todo, lambda _i, w: self._taken(w, latest))
-            return len(due) <= limit
-        if len(due) > limit:  # the rest, for the passes that only refill slots
-            self._left[name] = deque(d[0].name for d in due[limit:])
-        return self.writes.later(lambda t: t[0], self._write, todo,
-                                 lambda _i, w: self._taken(w, None))  # fmt: skip
+        if self.background:  # in the order kept for the passes after: the first queued now
+            order = upstream_order([d[0] for d in due])
+            self._left[name] = deque(v.name for v in reversed(order))
+            self.more(pool, latest.get)
+            return True
+        todo = [_item(node, tainted) for _view, node, tainted in due[:TAINT_BATCH]]
+        self.writes.each(self._write, todo, lambda _i, w: self._taken(w, latest))
+        return len(due) <= TAINT_BATCH
 
-    def more(self, pool: Mapping[str, Any], lookup: Callable[[str], Obj | None]) -> None:
+    def more(self, pool: Mapping[str, Any], lookup: Lookup) -> None:
         """The next of the taints a whole sync left, queued in the background (each node
         looked at again: targeted, written or gone since, it is skipped)."""
         name, target = name_of(pool), target_of(pool)
@@ -85,9 +80,9 @@ class Taints:
             view, tainted = self.facts(node)
             if (view.desired != target) != tainted:
                 todo.append(_item(node, tainted))
-        if todo:
-            self.writes.later(lambda t: t[0], self._write, todo,
-                              lambda _i, w: self._taken(w, None))  # fmt: skip
+        if todo and not self.writes.later(lambda t: t[0], self._write, todo,
+                                          lambda _i, w: self._taken(w, None)):  # fmt: skip
+            left.extendleft(reversed([t[0] for t in todo]))  # not queued: first next time
 
     def left(self, pool: str) -> int:
         """Taint changes a whole sync left for the refill passes."""

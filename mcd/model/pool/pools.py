@@ -127,7 +127,7 @@ def nodes_for_pool(pool: Obj, pools: Sequence[Obj], nodes: Sequence[Obj]) -> lis
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """What the controller needs to know about one Node."""
 
