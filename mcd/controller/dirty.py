@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from mcd.cluster.api import Obj
 from mcd.model.pool.touched import Changes, touched
 
-FULL_SHARE = 10.0
-"""Whole passes (the periodic ones) take at most a tenth of a core."""
+FULL_SHARE = 20.0
+"""Whole passes (the periodic ones) take at most a twentieth of a core."""
 
 
 class DirtyPools:

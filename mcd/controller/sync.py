@@ -304,7 +304,7 @@ class Syncer:
             return None
         reports = []
         for pool, targets in plans:
-            latest = {t: n for t in targets if (n := lookup(t)) is not None}
+            latest: dict[str, Mapping[str, Any]] = {t: n for t in targets if (n := lookup(t))}
             self.refill.handed(name_of(pool), self._hand_out(pool, targets, latest))
             reports.append(PoolReport(name_of(pool), Rollout(targets=targets),
                                       pool.get("status") or {}, refilled_only=True))  # fmt: skip

@@ -31,7 +31,7 @@ class HandOut:
     background: bool
 
     def __call__(
-        self, pool: Mapping[str, Any], targets: tuple[str, ...],
+        self, pool: Obj, targets: tuple[str, ...],
         latest: MutableMapping[str, Mapping[str, Any]],
     ) -> tuple[str, ...]:  # fmt: skip
         """Write ``targets`` (``latest``: their Nodes as last read; each written one goes

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from mcd.cluster.api import Obj
 from mcd.controller.writes import InFlight
 from mcd.model.pool.canary import POLICY_ANNOTATION
 from mcd.model.pool.ledger import Ledger
@@ -102,9 +103,9 @@ class RefillStep:
         return ledger.refill((pool.get("spec") or {}).get("maxUnavailable"))
 
     def plans(
-        self, pools: Sequence[Mapping[str, Any]], changed: Iterable[str], view_of: ViewOf,
-        inflight: InFlight, taken: float, whole: Callable[[Mapping[str, Any]], bool],
-    ) -> list[tuple[Mapping[str, Any], tuple[str, ...]]] | None:  # fmt: skip
+        self, pools: Sequence[Obj], changed: Iterable[str], view_of: ViewOf,
+        inflight: InFlight, taken: float, whole: Callable[[Obj], bool],
+    ) -> list[tuple[Obj, tuple[str, ...]]] | None:  # fmt: skip
         """Each pool's targets now (a pool with no slot free, or whose last nodes are still
         updating, has none: its status follows with the next whole sync), or None when one
         needs a whole sync now (``whole``, not :func:`plain`, no ledger, a change the
