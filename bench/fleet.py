@@ -10,15 +10,19 @@ write of ``currentConfig`` and ``state: Done``. Then:
 1. ``mcd controller`` (a subprocess) rolls out two new MachineConfigs, one after the other;
    each wall time runs from the MachineConfig's creation to the pool's ``Updated`` on it;
 2. the controller stops and a minimal pacer (in this process: hands the new config to the next
-   node the moment fewer than ``maxUnavailable`` are in flight, nothing else) rolls a third
-   config out to the same nodes on the same server: the baseline.
+   node the moment fewer than ``maxUnavailable`` are in flight, its writes on
+   :data:`PACER_THREADS` threads, nothing else) rolls a third config out to the same nodes on
+   the same server: the baseline.
 
 Reported beside the ideal (waves x update time) and the pacer: wall time per rollout, the
 peak number of unavailable nodes (replayed in order from the watch stream: every event, no
 sampling), how long a free slot waits on average (a node Done to the next node's target: the
 pace's overhead, beside the pacer's), the controller's peak RSS (``VmHWM``), its CPU per node
 update, and its requests per node update (the API server's ``apiserver_request_total`` over
-the rollouts, minus this process's own requests, which it counts).
+the rollouts, minus this process's own requests, which it counts). Targets (issue 46): each
+rollout within 1.15x the pacer, never more than ``maxUnavailable`` out, the controller at most
+150 MiB and 1.5 ms of CPU per node update. ``MCD_FLEET_PYSPY=FILE`` profiles the controller
+(``MCD_FLEET_PYSPY_BIN``: a py-spy elsewhere than beside this Python).
 """
 
 from __future__ import annotations

@@ -58,8 +58,10 @@ class DirtyPools:
         arrives meanwhile is in the next pass's); a full pass when one is due."""
         with self._lock:
             changes, self._changes = self._changes, Changes()
-        if self._full_at is None or now - self._full_at >= self.period:
+        if self._full_at is None:
             changes.everything()
+        elif now - self._full_at >= self.period:
+            changes.timer = True  # whole, but no node moved pools: the last membership holds
         return changes
 
     def pools_of(self, changes: Changes, pools: Sequence[Obj], now: float) -> frozenset[str] | None:

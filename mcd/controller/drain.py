@@ -175,7 +175,7 @@ class DrainController:
         with self._lock:
             if self._states:
                 return False
-        return not any(_asks(annotations_of(n)) for n in nodes)
+        return not any(_asks((n.get("metadata") or {}).get("annotations") or {}) for n in nodes)
 
     def blocked(self) -> dict[str, str]:
         """Each node whose drain pods hold now, and what holds it."""

@@ -338,7 +338,7 @@ class Controller:
             nodes=self.nodes.items(),
             taken=taken,
             refill_only=changes.nodes_only,
-            previous=previous if changes.nodes_only else None,
+            previous=None if changes.full else previous,  # no node moved pools: refreshed
         )
         due = not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY
         if due and not self.drains.idle(snap.nodes):  # idle: nothing the drains could start

@@ -53,6 +53,8 @@ class Changes:
     config_names: set[str] = field(default_factory=set)
     node_names: set[str] = field(default_factory=set)
     """The Nodes changed (a refill touches only these: :mod:`mcd.model.pool.ledger`)."""
+    timer: bool = False
+    """A whole pass is due by the clock (no change asked for one: no node changed pools)."""
 
     def everything(self) -> None:
         """A change the caller cannot name (a relist, a drain's outcome, a timer)."""
@@ -87,17 +89,19 @@ class Changes:
             self.config_labels.append(_labels(obj))
 
     def __bool__(self) -> bool:
-        return self.full or bool(self.pools or self.node_labels or self.config_names)
+        return self.full or self.timer or bool(self.pools or self.node_labels or self.config_names)
 
     @property
     def nodes_only(self) -> bool:
         """Only Nodes changed, none of them between pools (a node Done, Working...)."""
-        return not (self.full or self.pools or self.config_names) and bool(self.node_labels)
+        return not (self.full or self.timer or self.pools or self.config_names) and bool(
+            self.node_labels
+        )
 
 
 def touched(pools: Sequence[Obj], changes: Changes) -> frozenset[str] | None:
     """The names of the pools ``changes`` touch, or :data:`EVERY` (None) for a full pass."""
-    if changes.full:
+    if changes.full or changes.timer:
         return EVERY
     names = {name_of(p) for p in pools}
     found = set(changes.pools) & names
