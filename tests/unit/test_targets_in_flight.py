@@ -269,3 +269,48 @@ def test_a_pass_that_only_refills_slots_leaves_the_status_to_a_full_one() -> Non
     cluster.watch()
     targeted, statuses = one_pass(True, start + 0.2 + FULL_EVERY)
     assert targeted == ["n2"] and statuses == 1, "the last full sync too long ago"
+
+
+def test_a_pass_from_the_ledger_reads_the_changed_nodes_and_its_targets_not_every_node() -> None:
+    """After a whole sync of a 200-node pool, a pass after one node's Done reads that node
+    and the ones it targets (O(changes), not O(nodes)), hands out the freed slot and writes
+    no status; a change that frees no slot writes nothing; the last node Done asks for the
+    whole pass (the rollout's end is reported at once)."""
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=2, configuration={"name": old.name})
+    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
+               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
+    cluster = Cluster([node(f"n{i:03d}", old.name) for i in range(200)])
+    cluster.pools["worker"] = p
+    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
+                    observe_pool=lambda o: cluster.pools.update({"worker": o}),
+                    background_targets=True)  # fmt: skip
+    syncer._writes.soon = lambda job: job()  # type: ignore[method-assign]
+    syncer.sync_all(Snapshot([p], configs, copy.deepcopy(list(cluster.cache.values()))))
+    assert [n for k, n, _v in cluster.calls if k == "desired"] == ["n000", "n001"]
+    read: list[str] = []
+
+    def lookup(name: str) -> Obj | None:
+        read.append(name)
+        return cluster.cache.get(name)
+
+    def refill(*changed: str) -> list[str] | None:
+        before, taken = len(cluster.calls), time.monotonic()
+        read.clear()
+        reports = syncer.refill_pass([cluster.pools["worker"]], set(changed), lookup, taken)
+        calls = cluster.calls[before:]
+        assert not [c for c in calls if c[0] == "status"], "the status waits for a whole pass"
+        return None if reports is None else [n for k, n, _v in calls if k == "desired"]
+
+    cluster.finish("n000")
+    cluster.watch()
+    assert refill("n000") == ["n002"]
+    assert set(read) <= {"n000", "n001", "n002"}, "only the changed node and the targets"
+    assert refill("n001") == [], "no slot free: nothing written, and no whole pass"
+    assert len(read) <= 4
+    for name in [f"n{i:03d}" for i in range(200)]:  # every node updated, the last Done now
+        a = cluster.nodes[name]["metadata"]["annotations"]
+        a[Annotation.DESIRED_CONFIG] = cluster.pools["worker"]["spec"]["configuration"]["name"]
+        cluster.finish(name)
+    cluster.watch()
+    assert refill(*[f"n{i:03d}" for i in range(200)]) is None, "the end: a whole pass"
