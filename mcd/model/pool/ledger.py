@@ -28,7 +28,7 @@ Key = tuple[bool, str, str, str]
 
 def order_key(view: NodeView) -> Key:
     """Upstream ``sortNodeList``'s order (:func:`mcd.model.pool.pools.upstream_order`)."""
-    return (view.zone is None, view.zone or "", view.created, view.name)
+    return view.order
 
 
 @dataclass

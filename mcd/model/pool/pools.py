@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from mcd.model.reboots.requests import REQUESTED_ANNOTATION, NodeReboot
@@ -180,6 +181,8 @@ class NodeView:
     degraded: bool = field(init=False, repr=False, compare=False)
     failing: bool = field(init=False, repr=False, compare=False)
     """Upstream ``IsNodeMCDFailing``: degraded on the way to another config."""
+    order: tuple[bool, str, str, str] = field(init=False, repr=False, compare=False)
+    """Upstream ``sortNodeList``'s key: by zone, then oldest first; no zone last."""
     unavailable: bool = field(init=False, repr=False, compare=False)
     """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
     and (beyond upstream) an OS reboot under way.
@@ -197,8 +200,9 @@ class NodeView:
         failing = self.current != self.desired and degraded
         unavailable = (not ready or self.rebooting or (
             bool(self.desired) and not done and not failing))  # fmt: skip
+        order = (self.zone is None, self.zone or "", self.created, self.name)
         for name, value in (("schedulable_and_ready", ready), ("done", done),
-                            ("degraded", degraded), ("failing", failing),
+                            ("degraded", degraded), ("failing", failing), ("order", order),
                             ("unavailable", unavailable)):  # fmt: skip
             object.__setattr__(self, name, value)
 
@@ -236,7 +240,7 @@ def max_unavailable(value: object, total: int) -> int:
 
 def upstream_order(nodes: Sequence[NodeView]) -> list[NodeView]:
     """Upstream ``sortNodeList``: by zone, then oldest first; nodes with no zone last."""
-    return sorted(nodes, key=lambda n: (n.zone is None, n.zone or "", n.created, n.name))
+    return sorted(nodes, key=attrgetter("order"))
 
 
 def has_update_taint(node: Obj) -> bool:
