@@ -34,7 +34,7 @@ from mcd.controller.refill.step import RefillStep
 from mcd.controller.refill.taints import Taints
 from mcd.controller.rendering import RenderStep
 from mcd.controller.writes import InFlight, NodeWrites
-from mcd.model.drain.budgets import released_for
+from mcd.model.drain.budgets import released_from
 from mcd.model.drain.settings import drain_settings
 from mcd.model.planning.plan import Cost
 from mcd.model.pool.canary import Gate
@@ -340,7 +340,7 @@ class Syncer:
         rollout = holds.plan(pool, lambda hold, gated: plan_rollout(  # the gates' one place
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
             drain_blocked=forecast, reboots=osreboots.demand(pool, views, latest, self.clock()),
-            released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+            released=released_from(latest, target),
             halted=bool(policy_error) or (gate is not None and gate.halted),
             only=gate.only if gate is not None else None, hold=hold, gated=gated,
         ))  # fmt: skip
