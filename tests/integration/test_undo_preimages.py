@@ -128,3 +128,30 @@ def test_a_file_with_a_second_name_shares_its_inode_with_it_again(tmp_path: Path
     assert target.stat().st_ino == other.stat().st_ino
     undo.discard(root)
     assert target.stat().st_nlink == 2  # the preimage's name is gone, the node's two stay
+
+
+def test_the_files_step_puts_back_what_the_record_kept_and_the_end_leaves_it(
+    tmp_path: Path,
+) -> None:
+    """A rollback's files step links back each file the record kept (the actions then run
+    again on the files that stay); a path that was absent is the caller's to write, and the
+    rollback's end removes it again; the file put back is left as it is."""
+    root, target = _root(tmp_path)
+    before = target.stat()
+    new = "/etc/app/new.conf"
+    undo.record(root, [PATH, new])
+    fsops.write_file(root, PATH, b"a=2\n", 0o600)
+    fsops.write_file(root, new, b"n=1\n")
+    assert undo.put_back_files(root, [PATH, new]) == {PATH}
+    assert target.read_bytes() == b"a=1\n" and target.stat().st_ino == before.st_ino
+    assert (tmp_path / new.lstrip("/")).exists()  # not recorded as a file: not its step's
+    undo.restore(root)
+    after = target.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_mode & 0o7777) == (
+        before.st_ino, 2_000_000_000, 0o640)  # fmt: skip
+    assert not (tmp_path / new.lstrip("/")).exists()
+
+
+def test_without_a_record_the_files_step_puts_back_nothing(tmp_path: Path) -> None:
+    root, _ = _root(tmp_path)
+    assert undo.put_back_files(root, [PATH]) == set()

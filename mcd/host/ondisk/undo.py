@@ -105,14 +105,41 @@ def _with_parents(directories: set[str], top: str) -> set[str]:
     return found | ({top} if directories else set())
 
 
-def restore(root: Root) -> None:
-    """Put every recorded path back as it was; remove what the update made. No record: no-op."""
+def _read(root: Root) -> dict[str, Any] | None:
     try:
         doc: dict[str, Any] = json.loads(root.read_bytes(RECORD))
     except FileNotFoundError:
-        return
+        return None
     except (OSError, ValueError, HostError) as e:
         raise HostError(f"unreadable undo record {RECORD}: {e}") from e
+    return doc
+
+
+def put_back_files(root: Root, paths: list[str]) -> set[str]:
+    """The files step of a rollback: each of ``paths`` the record kept as a file put back now
+    (its preimage linked back, as :func:`restore` will find it); the paths put back. No
+    record, or a path it holds no file for (absent, a link): the caller writes it."""
+    doc = _read(root)
+    recorded = doc.get("paths", {}) if doc is not None else {}
+    done: set[str] = set()
+    synced: set[str] = set()
+    for path in paths:
+        entry = recorded.get(path)
+        if entry is None or entry.get("kind") != "file":
+            continue
+        if _put_back(root, path, entry):
+            synced.add(os.path.dirname(fsops.target_path(root, path)))
+        done.add(path)
+    for directory in sorted(synced):
+        fsops.fsync_dir(directory)
+    return done
+
+
+def restore(root: Root) -> None:
+    """Put every recorded path back as it was; remove what the update made. No record: no-op."""
+    doc = _read(root)
+    if doc is None:
+        return
     synced: set[str] = set()  # the directories whose entries changed: one fsync each
     for path, entry in doc.get("paths", {}).items():
         if _put_back(root, path, entry):
@@ -220,6 +247,8 @@ def _put_back(root: Root, path: str, entry: dict[str, str]) -> bool:
     preimage that is a copy on another filesystem is copied back."""
     kind = entry.get("kind")
     if kind == "file":
+        if _is_preimage(root, path):
+            return False  # put back already (the files step of the rollback)
         if fsops.link_over(root, PREIMAGES + path, path, sync_dir=False):
             return True
         fsops.copy_preserving(root, PREIMAGES + path, path)
@@ -233,6 +262,16 @@ def _put_back(root: Root, path: str, entry: dict[str, str]) -> bool:
         except IsADirectoryError:
             log.warning("Not removing %s: a directory is there", goquote(path))
     return False
+
+
+def _is_preimage(root: Root, path: str) -> bool:
+    """Whether the node's file at ``path`` is its preimage's inode (linked back already)."""
+    try:
+        now = os.lstat(fsops.target_path(root, path))
+        kept = os.lstat(fsops.target_path(root, PREIMAGES + path))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (kept.st_dev, kept.st_ino)
 
 
 def _restore_units(root: Root, before: dict[str, str]) -> None:
