@@ -220,14 +220,14 @@ def remove(root: Root, node_path: str, *, sync_dir: bool = True) -> bool:
     return existed
 
 
-def remove_file(root: Root, node_path: str) -> bool:
+def remove_file(root: Root, node_path: str, *, sync_dir: bool = True) -> bool:
     """Remove a file or symlink (``rm -f``); False when nothing was there. A directory found
     there raises ``IsADirectoryError``: a path a config named as a file never makes mcd
-    delete a tree."""
+    delete a tree. ``sync_dir=False``: as :func:`remove`'s."""
     host_path = target_path(root, node_path)
     if os.path.isdir(host_path) and not os.path.islink(host_path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), node_path)
-    return remove(root, node_path)
+    return remove(root, node_path, sync_dir=sync_dir)
 
 
 def _remove_any(host_path: str) -> bool:
@@ -243,6 +243,45 @@ def _remove_any(host_path: str) -> bool:
         except FileNotFoundError:
             return False
     return True
+
+
+def link_over(root: Root, source: str, destination: str, *, sync_dir: bool = True) -> bool:
+    """Make ``destination`` the regular file ``source`` is (a hard link renamed over it:
+    the same inode, so its bytes, mode, owner, times and xattrs, with nothing copied).
+    False, with nothing changed, where a link cannot be made (another filesystem, a link
+    refused): the caller copies instead. ``sync_dir=False``: as :func:`write_file`'s."""
+    src = target_path(root, source)
+    if not stat.S_ISREG(os.lstat(src).st_mode):
+        return False
+    host_dest = target_path(root, destination)
+    ensure_dir(root, os.path.dirname(destination))
+    if os.path.isdir(host_dest) and not os.path.islink(host_dest):
+        raise HostError(f"cannot write file {destination}: a directory is in the way")
+    was_link = os.path.islink(host_dest)
+    temp = _temp_name(host_dest)
+    _remove_any(temp)  # left behind by a writer that was killed
+    try:
+        os.link(src, temp, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in NO_LINK:
+            raise
+        return False
+    try:
+        os.rename(temp, host_dest)
+    except BaseException:
+        _remove_any(temp)
+        raise
+    finally:
+        if was_link:
+            root.changed()
+    if sync_dir:
+        fsync_dir(os.path.dirname(host_dest))
+    return True
+
+
+NO_LINK = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP,
+                     errno.EOPNOTSUPP})  # fmt: skip
+"""Why a hard link may be refused where a copy would do."""
 
 
 def copy_preserving(root: Root, source: str, destination: str) -> None:
