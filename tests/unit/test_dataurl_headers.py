@@ -20,7 +20,9 @@ HEADER_PIECES = [
 ]  # fmt: skip
 PAYLOAD = st.text(alphabet="YWI=+/,;ab%20 \n\u00e9#", max_size=12)
 HEADER = st.lists(st.sampled_from(HEADER_PIECES), max_size=8).map("".join)
-URL = st.builds(lambda h, p, data: ("data:" if data else "") + h + p, HEADER, PAYLOAD, st.booleans())
+URL = st.builds(
+    lambda h, p, data: ("data:" if data else "") + h + p, HEADER, PAYLOAD, st.booleans()
+)
 
 
 @contextmanager
@@ -84,5 +86,5 @@ def test_the_remembered_headers_stay_few() -> None:
 
 
 def test_a_non_ascii_base64_payload_is_refused_in_the_librarys_words() -> None:
-    with pytest.raises(DecodeError, match="^invalid data character$"):
+    with pytest.raises(DecodeError, match=r"^invalid data character$"):
         decode_data_url("data:;base64,YW\u00e9I")

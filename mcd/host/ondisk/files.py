@@ -29,9 +29,11 @@ def write_files(
 ) -> int:
     """Write every file atomically with its mode and owner, backing up originals first.
 
-    Everything is decoded and every owner resolved before the first write, so a
-    bad entry fails the whole call with nothing on disk changed. Returns the
-    number of files written.
+    Two passes. First every file is decoded, its owner resolved, its path checked and its new
+    contents staged in a temp file beside it (fsynced), one file's bytes held at a time; a bad
+    entry, or a write that fails, fails the whole call with the staged temps (and the
+    directories made for them) removed and no target changed. Then each original is backed
+    up and each temp renamed over its target. Returns the number of files written.
     """
     # parents resolved once per batch, forgotten on any dir/link change; the package
     # database (rpm or dpkg, for the backups) looked for once per batch
@@ -48,27 +50,64 @@ def _write_files(
     on_written: Callable[[int], None] | None,
 ) -> int:
     accounts = accounts or Accounts(root)
-    prepared: list[tuple[File, bytes, fsops.Ownership]] = []
-    for file in files:
-        if skip_certificate_write and file.path == KUBELET_CA:
-            continue
-        if file.append:
-            raise HostError("found an append section when writing files. Append is not supported")
-        try:
-            data = file.data()
-        except DecodeError as e:
-            raise HostError(e.detail) from e
-        fsops.target_path(root, file.path)  # refuse escapes before anything is written
-        prepared.append((file, data, accounts.ownership(file)))
+    staged: dict[str, tuple[File, fsops.Staged]] = {}  # by target: a path named twice, last wins
+    made: list[str] = []
+    count = 0
+    try:
+        for file in files:
+            if skip_certificate_write and file.path == KUBELET_CA:
+                continue
+            staged_file = _stage(root, file, accounts, made)
+            staged.pop(staged_file.host_path, None)  # its temp was this one's: replaced
+            staged[staged_file.host_path] = (file, staged_file)
+            count += 1
+        _commit(root, list(staged.values()), backups, accounts, on_written)
+    except BaseException:
+        for _, staged_file in staged.values():
+            fsops.discard_staged(staged_file)  # the temps not renamed (a renamed one is gone)
+        _remove_empty(root, made)
+        raise
+    return count
+
+
+def _stage(root: Root, file: File, accounts: Accounts, made: list[str]) -> fsops.Staged:
+    if file.append:
+        raise HostError("found an append section when writing files. Append is not supported")
+    try:
+        data = file.data()
+    except DecodeError as e:
+        raise HostError(e.detail) from e
+    owner = accounts.ownership(file)
+    try:
+        return fsops.stage_file(root, file.path, data, file.effective_mode, owner, made=made)
+    except OSError as e:  # ENOSPC, EROFS, EDQUOT...: name the file, not just the errno
+        raise HostError(f"failed to write file {goquote(file.path)}: {e.strerror or e}") from e
+
+
+def _commit(
+    root: Root,
+    staged: list[tuple[File, fsops.Staged]],
+    backups: Backups,
+    accounts: Accounts,
+    on_written: Callable[[int], None] | None,
+) -> None:
     # each file's rename is made durable with one fsync of its directory after the last
     # file, not one per file: until the step is recorded done, a crash writes them all again
     directories: dict[str, str] = {}
-    for count, (file, data, owner) in enumerate(prepared, 1):
+    for count, (file, staged_file) in enumerate(staged, 1):
         log.info("Writing file %s", goquote(file.path))
         try:
             backups.preserve(file.path)
-            fsops.write_file(root, file.path, data, file.effective_mode, owner, sync_dir=False)
-            directories.setdefault(os.path.dirname(fsops.target_path(root, file.path)), file.path)
+            host_path = fsops.target_path(root, file.path)
+            if host_path == staged_file.host_path:
+                fsops.commit_staged(root, staged_file)
+            else:  # a symlink an earlier file of this batch replaced led its parent elsewhere
+                fsops.discard_staged(staged_file)
+                fsops.write_file(
+                    root, file.path, file.data(), file.effective_mode,
+                    accounts.ownership(file), sync_dir=False,
+                )  # fmt: skip
+            directories.setdefault(os.path.dirname(host_path), file.path)
             if on_written is not None:
                 on_written(count)
         except OSError as e:  # ENOSPC, EROFS, EDQUOT...: name the file, not just the errno
@@ -78,4 +117,16 @@ def _write_files(
             fsops.fsync_dir(directory)
         except OSError as e:
             raise HostError(f"failed to write file {goquote(path)}: {e.strerror or e}") from e
-    return len(prepared)
+
+
+def _remove_empty(root: Root, made: list[str]) -> None:
+    """``rmdir`` the directories this batch made that hold nothing (deepest first)."""
+    removed = False
+    for directory in reversed(made):
+        try:
+            os.rmdir(directory)
+            removed = True
+        except OSError:
+            continue  # a file of the batch was renamed into it, or something else is there
+    if removed:
+        root.changed()

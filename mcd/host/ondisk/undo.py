@@ -212,6 +212,8 @@ def _unit_tree(root: Root) -> dict[str, str]:
 
 
 def _put_back(root: Root, path: str, entry: dict[str, str]) -> None:
+    with contextlib.suppress(OSError, HostError):  # staged, never renamed: a killed writer's
+        fsops.remove_temp(root, path)
     kind = entry.get("kind")
     if kind == "file":
         fsops.copy_preserving(root, PREIMAGES + path, path)
