@@ -6,11 +6,14 @@ temps a killed writer left."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcd.host.effects import HostEffects
 from mcd.host.errors import HostError
@@ -104,3 +107,58 @@ def test_a_rollback_removes_the_temps_a_killed_writer_staged(node_root: Path) ->
     undo.restore(root)
     undo.discard(root)
     assert differences(before, snapshot(node_root)) == []
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_PATHS = st.lists(_NAMES, min_size=1, max_size=3).map(lambda p: "/etc/" + "/".join(p))
+_LINKS = st.lists(
+    st.tuples(_PATHS, st.sampled_from(["/etc/a", "/etc/b/c", "../..", "/elsewhere", "c"])),
+    max_size=4,
+)
+
+
+def _tree(top: Path) -> dict[str, str]:
+    found = {}
+    for here, dirs, names in os.walk(top):
+        for name in dirs + names:
+            p = Path(here) / name
+            if p.is_symlink():
+                found[str(p.relative_to(top))] = f"-> {os.readlink(p)}"
+            else:
+                found[str(p.relative_to(top))] = "dir" if p.is_dir() else p.read_text()
+    return found
+
+
+@given(links=_LINKS, paths=st.lists(_PATHS, min_size=1, max_size=6))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_staged_batch_ends_as_its_files_written_one_at_a_time(
+    tmp_path: Path, links: list[tuple[str, str]], paths: list[str]
+) -> None:
+    """Whatever symlinks (looping, climbing out, replacing directories) are on the paths: a
+    batch that succeeds leaves what writing its files one batch each leaves, and a batch
+    fails where one of those writes fails; a failed batch leaves no temp file."""
+    results = []
+    for staged in (False, True):
+        top = tmp_path / f"staged-{staged}-{len(list(tmp_path.iterdir()))}"
+        (top / "etc").mkdir(parents=True)
+        (top / "elsewhere").mkdir()
+        root = Root(top)
+        for path, target in links:
+            with contextlib.suppress(OSError, HostError):
+                fsops.write_symlink(root, path, target)
+        files = [a_file(p, f"{i} {p}".encode()) for i, p in enumerate(paths)]
+        fx = HostEffects(root, OfflineSystemd(root, Runner()))
+        try:
+            if staged:
+                fx.write_files(files)
+            else:
+                for file in files:
+                    fx.write_files([file])
+            failed = False
+        except (OSError, HostError):
+            failed = True
+        assert temps(top) == []
+        results.append((failed, None if failed else _tree(top)))
+    assert results[0] == results[1]

@@ -50,27 +50,29 @@ def _write_files(
     on_written: Callable[[int], None] | None,
 ) -> int:
     accounts = accounts or Accounts(root)
-    staged: dict[str, tuple[File, fsops.Staged]] = {}  # by target: a path named twice, last wins
+    staged: list[tuple[File, fsops.Staged | None]] = []
+    targets: set[str] = set()
     made: list[str] = []
-    count = 0
     try:
         for file in files:
             if skip_certificate_write and file.path == KUBELET_CA:
                 continue
-            staged_file = _stage(root, file, accounts, made)
-            staged.pop(staged_file.host_path, None)  # its temp was this one's: replaced
-            staged[staged_file.host_path] = (file, staged_file)
-            count += 1
-        _commit(root, list(staged.values()), backups, accounts, on_written)
+            staged.append((file, _stage(root, file, accounts, made, targets)))
+        _commit(root, staged, backups, accounts, on_written)
     except BaseException:
-        for _, staged_file in staged.values():
-            fsops.discard_staged(staged_file)  # the temps not renamed (a renamed one is gone)
+        for _, staged_file in staged:
+            if staged_file is not None:  # the temps not renamed (a renamed one is gone)
+                fsops.discard_staged(staged_file)
         _remove_empty(root, made)
         raise
-    return count
+    return len(staged)
 
 
-def _stage(root: Root, file: File, accounts: Accounts, made: list[str]) -> fsops.Staged:
+def _stage(
+    root: Root, file: File, accounts: Accounts, made: list[str], targets: set[str]
+) -> fsops.Staged | None:
+    """``file`` checked and staged; None when an earlier file of the batch has its target
+    (another path leading there through a symlink): checked here, written in its turn."""
     if file.append:
         raise HostError("found an append section when writing files. Append is not supported")
     try:
@@ -78,6 +80,10 @@ def _stage(root: Root, file: File, accounts: Accounts, made: list[str]) -> fsops
     except DecodeError as e:
         raise HostError(e.detail) from e
     owner = accounts.ownership(file)
+    host_path = fsops.target_path(root, file.path)  # refused before anything is written
+    if host_path in targets:
+        return None  # its temp would replace the earlier one's
+    targets.add(host_path)
     try:
         return fsops.stage_file(root, file.path, data, file.effective_mode, owner, made=made)
     except OSError as e:  # ENOSPC, EROFS, EDQUOT...: name the file, not just the errno
@@ -86,7 +92,7 @@ def _stage(root: Root, file: File, accounts: Accounts, made: list[str]) -> fsops
 
 def _commit(
     root: Root,
-    staged: list[tuple[File, fsops.Staged]],
+    staged: list[tuple[File, fsops.Staged | None]],
     backups: Backups,
     accounts: Accounts,
     on_written: Callable[[int], None] | None,
@@ -99,10 +105,12 @@ def _commit(
         try:
             backups.preserve(file.path)
             host_path = fsops.target_path(root, file.path)
-            if host_path == staged_file.host_path:
+            if staged_file is not None and host_path == staged_file.host_path:
                 fsops.commit_staged(root, staged_file)
-            else:  # a symlink an earlier file of this batch replaced led its parent elsewhere
-                fsops.discard_staged(staged_file)
+            else:  # a target an earlier file had, or a symlink an earlier file of this
+                # batch replaced led its parent elsewhere: written as one file alone is
+                if staged_file is not None:
+                    fsops.discard_staged(staged_file)
                 fsops.write_file(
                     root, file.path, file.data(), file.effective_mode,
                     accounts.ownership(file), sync_dir=False,
