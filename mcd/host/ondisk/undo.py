@@ -245,6 +245,8 @@ def _put_back(root: Root, path: str, entry: dict[str, str]) -> bool:
     update (its bytes, mode, owner, times, xattrs and any other names it has), nothing copied
     and nothing to fsync but the directory (preimages are never written, only unlinked). A
     preimage that is a copy on another filesystem is copied back."""
+    with contextlib.suppress(OSError, HostError):  # staged, never renamed: a killed writer's
+        fsops.remove_temp(root, path)
     kind = entry.get("kind")
     if kind == "file":
         if _is_preimage(root, path):
