@@ -68,6 +68,13 @@ def main(argv: list[str] | None = None) -> None:
             progress(f"bench [{i}/{len(todo)}] {label} ...")
             start = time.perf_counter()
             new = run()
+            for attempt in range(2 if args.load_tolerant else 0):
+                if all(r.ok(True) for r in new):
+                    break
+                # A busy machine can slow one side of a pair for a whole step: measured again
+                # (twice at most); a cost that is really there misses every time.
+                progress(f"bench [{i}/{len(todo)}] {label}: MISS, measuring again ({attempt + 2})")
+                new = run()
             rows.extend(new)
             verdicts = ", ".join("ok" if r.ok(args.load_tolerant) else "MISS" for r in new)
             progress(

@@ -8,14 +8,13 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from mcd.agent.commands.inspect import NodeReport, node_report, render_report, wait_code
 from mcd.agent.daemon import Agent
 from mcd.agent.options import Options
 from mcd.agent.sync.ownership import StartRefused
-from mcd.cli import pools
 from mcd.cli.common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -29,7 +28,6 @@ from mcd.cli.common import (
     verbosity,
     warn,
 )
-from mcd.cli.fleet import command as fleet
 from mcd.cli.mountedroot import mounted_root
 from mcd.cli.output import clean, emit, output_format, output_option
 from mcd.cluster.api import ApiError, Kube, load_client
@@ -37,6 +35,12 @@ from mcd.cluster.api import ConfigurationError as ApiConfigError
 from mcd.host.checks.kubelet import DEFAULT_ENDPOINT as KUBELET_HEALTHZ
 from mcd.host.systemd.journal import LOG_FORMATS, configure_logging
 from mcd.model.reboots.requests import DEFAULT_SENTINEL
+
+if TYPE_CHECKING:
+    from mcd.agent.commands.inspect import NodeReport
+
+# ``status`` imports what only it uses (the node report, pools, the fleet view) when it runs:
+# ``start``, a process that lives on every node, never holds them in memory (issue 46).
 
 
 @click.command("start")
@@ -190,6 +194,10 @@ def status_command(
     alerts that would fire and the next step; exit 0, or 1 when the cluster or --prometheus
     cannot be read; with --watch, printed again on every change until interrupted.
     """
+    from mcd.agent.commands.inspect import node_report  # noqa: PLC0415  (status only)
+    from mcd.cli import pools  # noqa: PLC0415
+    from mcd.cli.fleet import command as fleet  # noqa: PLC0415
+
     if prometheus and not cluster:
         raise click.UsageError("--prometheus needs --cluster")
     if cluster and wait:
@@ -226,6 +234,8 @@ def _show(
     pool_lines: list[str] | None = None,
     pool: dict[str, str] | None = None,
 ) -> None:
+    from mcd.agent.commands.inspect import render_report  # noqa: PLC0415  (status only)
+
     doc = {**report.to_json(), **({"pool": pool} if pool else {})}
     emit(
         doc,
@@ -246,6 +256,12 @@ def _follow(
     interval: float,
 ) -> int:
     """Read the node every ``interval`` s; print changes (--watch); end on a final state."""
+    from mcd.agent.commands.inspect import (  # noqa: PLC0415  (status only)
+        node_report,
+        render_report,
+        wait_code,
+    )
+
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, progress, failing = "", "", ""
     report: NodeReport | None = None

@@ -53,6 +53,16 @@ class HostEffects:
         """At the end of a rollback: every recorded path exactly as it was."""
         undo.restore(self.root)
 
+    def put_back_files(self, files: list[File], skip_certificate_write: bool = False) -> None:
+        """A rollback's files step: each of ``files`` the undo record kept put back as it was
+        before the update (:func:`mcd.host.ondisk.undo.put_back_files`: what the rollback's
+        end makes of it anyway), the others written from the old config; the actions then
+        run again on exactly the files that stay."""
+        with self.root.caching():
+            restored = undo.put_back_files(self.root, [f.path for f in files])
+        rest = [f for f in files if f.path not in restored]
+        self.write_files(rest, skip_certificate_write=skip_certificate_write)
+
     def discard_undo(self) -> None:
         undo.discard(self.root)
 

@@ -15,6 +15,8 @@ from mcd.cluster.drain import (
     DrainError,
     SelfDrainer,
 )
+from mcd.cluster.drain.errors import DEFAULT_TIMEOUT
+from mcd.cluster.drain.handshake import _duration
 from mcd.cluster.events import EventRecorder, Reason
 from mcd.cluster.node import NodeWriter, annotations_of
 from mcd.model.vocabulary import Annotation
@@ -180,8 +182,15 @@ def test_controller_mode_handshake(kube_cluster: TestCluster) -> None:
 def test_controller_mode_times_out_with_the_upstream_reason(kube_cluster: TestCluster) -> None:
     node = kube_cluster.node("worker")
     d = ControllerDrainer(NodeWriter(kube_cluster.kube, node), timeout=0.3, poll_interval=0.05)
-    with pytest.raises(DrainError, match=f"failed to drain node: {node} after 1 hour"):
+    with pytest.raises(DrainError, match=f"failed to drain node: {node} after 0.3 seconds. "):
         d.drain("rendered-worker-2")
+
+
+def test_the_drain_timeout_message_is_upstreams_at_the_default() -> None:
+    """Upstream's ``FailedToDrain`` text names its fixed hour; mcd names the wait it had
+    (``--drain-timeout``), which is upstream's text at the default."""
+    assert _duration(DEFAULT_TIMEOUT) == "1 hour"
+    assert _duration(1800) == "30 minutes" and _duration(7200) == "2 hours"
 
 
 def test_events_carry_upstream_reasons(kube_cluster: TestCluster) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from pathlib import Path
 
+import pytest
+
+from mcd.agent.report import drift
 from mcd.agent.report.drift import DriftMonitor
 from mcd.host.fs.inotify import PathWatcher
 from mcd.host.rootfs import Root
@@ -83,3 +87,31 @@ def test_monitor_reports_each_new_reason_once_and_the_return_to_clean(tmp_path: 
     assert not monitor.running
     (tmp_path / "etc/b.conf").write_text("changed while stopped\n")
     assert not eventually(lambda: len(drifts) > 1, 0.5)
+
+
+def test_a_node_out_of_inotify_instances_keeps_its_agent_and_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``inotify_init1`` fails with EMFILE once ``fs.inotify.max_user_instances`` (128 by
+    default, shared by every container of the host) is used up: the monitor does not start,
+    says why in one line, and a later start (the next sync) watches again."""
+    (tmp_path / "etc").mkdir()
+    config = mc("rendered-1", files=[file_entry("/etc/a.conf", "good\n")])
+    (tmp_path / "etc/a.conf").write_text("good\n")
+    monitor = DriftMonitor(Root(tmp_path), None, lambda _: None, lambda: None)
+
+    def refused(*_: object) -> None:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(drift, "PathWatcher", refused)
+        assert monitor.start(config) is False
+    assert not monitor.running
+    (line,) = [r.getMessage() for r in caplog.records if "Drift Monitor" in r.getMessage()]
+    assert line.startswith("Config Drift Monitor could not start: Too many open files")
+    assert "Traceback" not in caplog.text
+    assert monitor.start(config) is True  # room again: watching
+    try:
+        assert monitor.running
+    finally:
+        monitor.stop()

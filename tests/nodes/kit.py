@@ -10,6 +10,7 @@ tarball into a node's containerd), ``exec`` (a command inside a node) and, alway
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -52,6 +53,47 @@ def unavailable() -> str | None:
         return None
     lines = (check.stderr or check.stdout).strip().splitlines()
     return lines[-1] if lines else f"realnode.sh check exited {check.returncode}"
+
+
+INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
+NODE_INOTIFY = 40
+"""inotify instances a booting node takes (its systemd, journald, logind, containerd, and the
+kubelet's file watchers), with margin."""
+
+
+def inotify_in_use() -> int:
+    """The inotify instances this user's processes hold: the kernel's limit
+    (``max_user_instances``, 128 by default) counts them across every container."""
+    uid, count = os.getuid(), 0
+    for fds in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if fds.stat().st_uid != uid:
+                continue
+            for fd in os.scandir(fds):
+                with contextlib.suppress(OSError):
+                    count += os.readlink(fd.path) == "anon_inode:inotify"
+        except OSError:
+            continue
+    return count
+
+
+def await_inotify_room(need: int = NODE_INOTIFY, timeout: float = 300) -> None:
+    """Before a node boots: wait (up to ``timeout``) until ``need`` inotify instances are free.
+    Beside the real-cluster stage (API servers, agents, systemd containers come and go), a
+    node booted into a full table gets a kubelet that cannot watch its CA file and a containerd
+    without its CRI plugin; this waits for room instead. Gives up silently: the boot then says
+    what failed."""
+    try:
+        limit = int(INOTIFY_LIMIT.read_text())
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + timeout
+    while limit - inotify_in_use() < need and time.monotonic() < deadline:
+        time.sleep(2)
+
+
+def _out_of_inotify(text: str) -> bool:
+    return "too many open files" in text and "fsnotify" in text
 
 
 class KitError(AssertionError):
@@ -101,8 +143,18 @@ class RealNodes:
         self.timings["up"] = time.monotonic() - attempt
 
     def node_up(self, name: str) -> None:
+        """Boot ``name`` once there is room for it; a boot that ran out of inotify instances
+        all the same (the table filled while it booted) is taken down and tried once more."""
         start = time.monotonic()
-        self.run("node-up", name)
+        await_inotify_room()
+        done = self.run("node-up", name, check=False)
+        if done.returncode != 0 and _out_of_inotify(done.stdout + done.stderr):
+            self.run("node-down", name, check=False)
+            await_inotify_room(2 * NODE_INOTIFY)
+            done = self.run("node-up", name, check=False)
+        if done.returncode != 0:
+            raise KitError(f"realnode.sh node-up {name} -> {done.returncode}\n"
+                           f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")  # fmt: skip
         self.nodes.append(name)
         self.timings[f"node-up {name}"] = time.monotonic() - start
 

@@ -40,6 +40,7 @@ from mcd.host.runner import Runner
 from mcd.model.disruption.hosts import HostsTomlError, parse_hosts_toml
 from mcd.model.node.runtime import node_runtime_version
 from tests.fakes.registry import Registry, serving
+from tests.nodes.kit import await_inotify_room
 
 pytestmark = [pytest.mark.nodes, pytest.mark.xdist_group("realnode")]
 
@@ -152,6 +153,7 @@ def realnode() -> Iterator[tuple[dict[str, str], Containerd]]:
         pytest.skip("another realnode cluster holds this host")
     assert up.returncode == 0, up.stderr[-3000:]
     try:
+        await_inotify_room()
         sh(env, f"{kit}/realnode.sh", "node-up", NODE)
         node = Path(env["REALNODE_STATE"]) / "nodes" / NODE
         restart = (f"{kit}/realnode.sh", "exec", NODE, "systemctl", "restart", "containerd")

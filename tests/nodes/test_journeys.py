@@ -188,6 +188,10 @@ def test_a_canary_failing_its_gate_halts_the_pool_and_mcd_rollback_brings_it_bac
     assert nodes.exec(canary, "cat", FILE).stdout == HELLO
     assert desired(nodes, rest) == first and done_on(nodes, first, rest)
     assert len(reboots(nodes, rest)) == before[rest], nodes.exits(rest)
+    # the canary's agent pod came back with its node's last reboot: its readiness probe may
+    # not have passed yet, which status rightly names; it says nothing is left once it has
+    wait(lambda: "Next: nothing to do" in mcd(nodes, "status", "--cluster").stdout, 180,
+         "mcd status --cluster: nothing to do", logs)  # fmt: skip
     shown = mcd(nodes, "status", "--cluster")
     assert shown.returncode == 0, shown.stderr
     assert "health gate failed" not in shown.stdout, shown.stdout

@@ -33,8 +33,13 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.nodes.kit import await_inotify_room
+from tests.patience import patient
 from tests.real import cgroups
 from tests.real.cache import debootstrap, host_suite, locked, missing
+
+CONTAINER_INOTIFY = 16
+"""inotify instances a booting container takes (systemd, journald, logind, its bus), with margin."""
 
 REBOOT_EXIT = 133
 # python3: mcd runs inside (tests/real/test_try_timer.py); 38 MB more (142 MB), ~20 packages
@@ -164,6 +169,7 @@ class SystemdContainer:
     def boot(self) -> float:
         """Boot (or boot again) and wait until systemd reports running; seconds it took."""
         assert not self.running, "already running"
+        await_inotify_room(CONTAINER_INOTIFY)  # systemd and its bus each need instances
         self.socket.unlink(missing_ok=True)
         for d in self._cgroups:
             d.mkdir(exist_ok=True)
@@ -190,7 +196,7 @@ class SystemdContainer:
                 start_new_session=True,
             )  # fmt: skip
         self.boots += 1
-        deadline = started + self.boot_timeout
+        deadline = started + patient(self.boot_timeout)
         while (state := self.system_state()) not in ("running", "degraded"):
             if not self.running:
                 raise RuntimeError(f"container exited during boot:\n{self.console_tail()}")

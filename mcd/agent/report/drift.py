@@ -72,14 +72,23 @@ class DriftMonitor:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, mc: MachineConfig, drifted: str = "") -> None:
+    def start(self, mc: MachineConfig, drifted: str = "") -> bool:
         """Watch against ``mc`` (restarting if already running). ``drifted`` is the reason the
-        node is already Degraded for, so that only a new reason is reported again."""
+        node is already Degraded for, so that only a new reason is reported again. False when
+        the kernel refuses the watch (a node out of inotify instances or watches, a common
+        limit on busy nodes): said in one line, the agent goes on, and the next sync tries
+        again; the node's files are still validated at every sync and resync."""
         with self._lock:
             self._stop_locked()
             self.epoch += 1
             self.drifted = ""
-            watcher = PathWatcher(self.root, [*managed_paths(mc), FORCE_FILE])
+            try:
+                watcher = PathWatcher(self.root, [*managed_paths(mc), FORCE_FILE])
+            except OSError as e:
+                log.warning("Config Drift Monitor could not start: %s (inotify: "
+                            "fs.inotify.max_user_instances, max_user_watches); on-disk state "
+                            "is validated at each sync until it can", e.strerror or e)  # fmt: skip
+                return False
             stop = threading.Event()
             self._stop, self._watcher = stop, watcher
             self.config_name = mc.name
@@ -91,6 +100,7 @@ class DriftMonitor:
             "Config Drift Monitor started, watching against %s (%d paths in %d directories)",
             mc.name, len(watcher.paths), len(watcher.directories),
         )  # fmt: skip
+        return True
 
     def stop(self) -> bool:
         """Stop watching; True when a monitor was running."""

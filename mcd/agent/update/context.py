@@ -101,7 +101,8 @@ def start_drift_monitor(ctx: Context, mc: MachineConfig, degraded_reason: str = 
     ctx.metrics.drift(bool(drift))
     if ctx.drift.running and ctx.drift.config_name == mc.name:
         return
-    ctx.drift.start(mc, drifted=drift)
+    if not ctx.drift.start(mc, drifted=drift):
+        return
     message = f"Config Drift Monitor started, watching against {mc.name}"
     ctx.events.record(Reason.CONFIG_DRIFT_MONITOR_STARTED, message)
 

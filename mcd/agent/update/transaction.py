@@ -386,7 +386,7 @@ class Transaction:
         fx, old = self.node.effects, self.old
         kept = set(self.new.ignition.files)
         touched = [f for f in old.ignition.files if f not in kept or fx.drifted(f)]
-        fx.write_files(touched, skip_certificate_write=self.skip_certificate_write)
+        fx.put_back_files(touched, skip_certificate_write=self.skip_certificate_write)
         names = set(self.plan.units.removed) | set(self.plan.units.changed)
         fx.write_units([u for u in old.ignition.units if u.name in names])
         fx.delete_stale_data(self.new.ignition, old.ignition)

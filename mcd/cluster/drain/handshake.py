@@ -64,7 +64,8 @@ class ControllerDrainer:
         self.writer.set_annotations({Annotation.DESIRED_DRAIN: request})
         if not self._wait(request, still_wanted):
             message = (
-                f"failed to drain node: {self.writer.node_name} after 1 hour. Please see "
+                f"failed to drain node: {self.writer.node_name} after {_duration(self.timeout)}. "
+                "Please see "
                 "machine-config-controller logs for more information"
             )
             raise _failed(self.events, Reason.FAILED_TO_DRAIN, message)

@@ -67,8 +67,11 @@ def ensure_dir(root: Root, node_dir: str, mode: int = DIR_MODE) -> str:
     return _make_dirs(root, root.host(resolved), node_dir, mode)
 
 
-def _make_dirs(root: Root, host_dir: str, node_dir: str, mode: int) -> str:
-    """Create the missing tail of an already resolved directory path."""
+def _make_dirs(
+    root: Root, host_dir: str, node_dir: str, mode: int, made: list[str] | None = None
+) -> str:
+    """Create the missing tail of an already resolved directory path (each one created is
+    added to ``made``, parents first)."""
     missing: list[str] = []
     probe = host_dir
     while not os.path.isdir(probe):
@@ -84,6 +87,8 @@ def _make_dirs(root: Root, host_dir: str, node_dir: str, mode: int) -> str:
         except FileExistsError:
             continue
         os.chmod(directory, mode)  # mkdir's mode is filtered by the umask
+        if made is not None:
+            made.append(directory)
     return host_dir
 
 
@@ -128,27 +133,80 @@ def write_file(
     ``sync_dir=False`` leaves the directory's fsync to the caller (:func:`fsync_dir` once
     for several files of one directory): the rename is not durable until then.
     """
+    staged = stage_file(root, node_path, data, mode, owner, dir_mode)
+    commit_staged(root, staged)
+    if sync_dir:
+        fsync_dir(os.path.dirname(staged.host_path))
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file's new contents in its temp file, fsynced, not yet renamed over its target."""
+
+    node_path: str
+    host_path: str
+    """Where :func:`target_path` resolved ``node_path`` when it was staged."""
+    temp: str
+    was_link: bool
+
+
+def stage_file(
+    root: Root,
+    node_path: str,
+    data: bytes,
+    mode: int = FILE_MODE,
+    owner: Ownership = Ownership(),
+    dir_mode: int = DIR_MODE,
+    made: list[str] | None = None,
+) -> Staged:
+    """The first half of :func:`write_file`: the temp file beside ``node_path``'s target,
+    owner and mode set before the data, written and fsynced. The target is untouched until
+    :func:`commit_staged`; :func:`discard_staged` removes the temp instead. Directories
+    created for it are added to ``made``."""
     host_path = target_path(root, node_path)
-    _make_dirs(root, os.path.dirname(host_path), os.path.dirname(node_path), dir_mode)
+    _make_dirs(root, os.path.dirname(host_path), os.path.dirname(node_path), dir_mode, made)
     try:
         kind = stat.S_IFMT(os.lstat(host_path).st_mode)  # one lstat: link? directory?
     except OSError:
         kind = 0  # nothing there (the rename will say if it cannot be written)
-    was_link = kind == stat.S_IFLNK
     if kind == stat.S_IFDIR:
         raise HostError(f"cannot write file {node_path}: a directory is in the way")
-
-    def fill(fd: int) -> None:
-        if owner.uid is not None or owner.gid is not None:
-            os.fchown(fd, _or_keep(owner.uid), _or_keep(owner.gid))
-        os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
-        _write_all(fd, data)
-
+    fd, temp = _open_temp(host_path)
     try:
-        _replace(host_path, fill, sync_dir=sync_dir)
+        try:
+            if owner.uid is not None or owner.gid is not None:
+                os.fchown(fd, _or_keep(owner.uid), _or_keep(owner.gid))
+            os.fchmod(fd, mode)  # after chown: a chown clears setuid/setgid bits
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _remove_any(temp)
+        raise
+    return Staged(node_path, host_path, temp, kind == stat.S_IFLNK)
+
+
+def commit_staged(root: Root, staged: Staged) -> None:
+    """Rename a staged temp file over its target (the directory's fsync is the caller's)."""
+    try:
+        os.rename(staged.temp, staged.host_path)
+    except BaseException:
+        _remove_any(staged.temp)
+        raise
     finally:
-        if was_link:  # a symlink replaced by a file: paths under it lead elsewhere now
+        if staged.was_link:  # a symlink replaced by a file: paths under it lead elsewhere now
             root.changed()
+
+
+def discard_staged(staged: Staged) -> None:
+    """Remove a staged temp file that is not to be renamed (gone already: nothing to do)."""
+    _remove_any(staged.temp)
+
+
+def remove_temp(root: Root, node_path: str) -> bool:
+    """Remove the temp file a writer killed before its rename left beside ``node_path``."""
+    return _remove_any(_temp_name(target_path(root, node_path)))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -220,14 +278,14 @@ def remove(root: Root, node_path: str, *, sync_dir: bool = True) -> bool:
     return existed
 
 
-def remove_file(root: Root, node_path: str) -> bool:
+def remove_file(root: Root, node_path: str, *, sync_dir: bool = True) -> bool:
     """Remove a file or symlink (``rm -f``); False when nothing was there. A directory found
     there raises ``IsADirectoryError``: a path a config named as a file never makes mcd
-    delete a tree."""
+    delete a tree. ``sync_dir=False``: as :func:`remove`'s."""
     host_path = target_path(root, node_path)
     if os.path.isdir(host_path) and not os.path.islink(host_path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), node_path)
-    return remove(root, node_path)
+    return remove(root, node_path, sync_dir=sync_dir)
 
 
 def _remove_any(host_path: str) -> bool:
@@ -243,6 +301,45 @@ def _remove_any(host_path: str) -> bool:
         except FileNotFoundError:
             return False
     return True
+
+
+def link_over(root: Root, source: str, destination: str, *, sync_dir: bool = True) -> bool:
+    """Make ``destination`` the regular file ``source`` is (a hard link renamed over it:
+    the same inode, so its bytes, mode, owner, times and xattrs, with nothing copied).
+    False, with nothing changed, where a link cannot be made (another filesystem, a link
+    refused): the caller copies instead. ``sync_dir=False``: as :func:`write_file`'s."""
+    src = target_path(root, source)
+    if not stat.S_ISREG(os.lstat(src).st_mode):
+        return False
+    host_dest = target_path(root, destination)
+    ensure_dir(root, os.path.dirname(destination))
+    if os.path.isdir(host_dest) and not os.path.islink(host_dest):
+        raise HostError(f"cannot write file {destination}: a directory is in the way")
+    was_link = os.path.islink(host_dest)
+    temp = _temp_name(host_dest)
+    _remove_any(temp)  # left behind by a writer that was killed
+    try:
+        os.link(src, temp, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in NO_LINK:
+            raise
+        return False
+    try:
+        os.rename(temp, host_dest)
+    except BaseException:
+        _remove_any(temp)
+        raise
+    finally:
+        if was_link:
+            root.changed()
+    if sync_dir:
+        fsync_dir(os.path.dirname(host_dest))
+    return True
+
+
+NO_LINK = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP,
+                     errno.EOPNOTSUPP})  # fmt: skip
+"""Why a hard link may be refused where a copy would do."""
 
 
 def copy_preserving(root: Root, source: str, destination: str) -> None:

@@ -79,7 +79,7 @@ def _keep_preimage(root: Root, path: str, host: str) -> str:
     writes a file in place (every write is a new file renamed over the old name, a removal an
     unlink), so the linked inode keeps the old bytes, mode, owner, times and xattrs without a
     copy or an fsync of its own. Elsewhere (another filesystem, a link refused), a durable copy.
-    Restoring copies either back, so the node's file is never the preimage's inode again."""
+    A rollback links it back (:func:`_put_back`)."""
     keep = PREIMAGES + path
     fsops.ensure_dir(root, os.path.dirname(keep), 0o700)
     host_keep = fsops.target_path(root, keep)
@@ -88,14 +88,10 @@ def _keep_preimage(root: Root, path: str, host: str) -> str:
     try:
         os.link(host, host_keep, follow_symlinks=False)
     except OSError as e:
-        if e.errno not in _NO_LINK:
+        if e.errno not in fsops.NO_LINK:
             raise
         fsops.copy_preserving(root, path, keep)
     return os.path.dirname(host_keep)
-
-
-_NO_LINK = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP,
-                      errno.EOPNOTSUPP})  # fmt: skip
 
 
 def _with_parents(directories: set[str], top: str) -> set[str]:
@@ -109,16 +105,47 @@ def _with_parents(directories: set[str], top: str) -> set[str]:
     return found | ({top} if directories else set())
 
 
-def restore(root: Root) -> None:
-    """Put every recorded path back as it was; remove what the update made. No record: no-op."""
+def _read(root: Root) -> dict[str, Any] | None:
     try:
         doc: dict[str, Any] = json.loads(root.read_bytes(RECORD))
     except FileNotFoundError:
-        return
+        return None
     except (OSError, ValueError, HostError) as e:
         raise HostError(f"unreadable undo record {RECORD}: {e}") from e
+    return doc
+
+
+def put_back_files(root: Root, paths: list[str]) -> set[str]:
+    """The files step of a rollback: each of ``paths`` the record kept as a file put back now
+    (its preimage linked back, as :func:`restore` will find it); the paths put back. No
+    record, or a path it holds no file for (absent, a link): the caller writes it."""
+    doc = _read(root)
+    recorded = doc.get("paths", {}) if doc is not None else {}
+    done: set[str] = set()
+    synced: set[str] = set()
+    for path in paths:
+        entry = recorded.get(path)
+        if entry is None or entry.get("kind") != "file":
+            continue
+        if _put_back(root, path, entry):
+            synced.add(os.path.dirname(fsops.target_path(root, path)))
+        done.add(path)
+    for directory in sorted(synced):
+        fsops.fsync_dir(directory)
+    return done
+
+
+def restore(root: Root) -> None:
+    """Put every recorded path back as it was; remove what the update made. No record: no-op."""
+    doc = _read(root)
+    if doc is None:
+        return
+    synced: set[str] = set()  # the directories whose entries changed: one fsync each
     for path, entry in doc.get("paths", {}).items():
-        _put_back(root, path, entry)
+        if _put_back(root, path, entry):
+            synced.add(os.path.dirname(fsops.target_path(root, path)))
+    for directory in sorted(synced):
+        fsops.fsync_dir(directory)
     _restore_units(root, doc.get("units", {}))
     for node_dir in sorted(doc.get("created", []), key=len, reverse=True):
         _rmdir_if_empty(root, node_dir)
@@ -211,18 +238,42 @@ def _unit_tree(root: Root) -> dict[str, str]:
     return tree
 
 
-def _put_back(root: Root, path: str, entry: dict[str, str]) -> None:
+def _put_back(root: Root, path: str, entry: dict[str, str]) -> bool:
+    """Put ``path`` back as recorded; True when its directory is left to the caller to fsync.
+
+    A file is its preimage linked back over the name: the very inode the node had before the
+    update (its bytes, mode, owner, times, xattrs and any other names it has), nothing copied
+    and nothing to fsync but the directory (preimages are never written, only unlinked). A
+    preimage that is a copy on another filesystem is copied back."""
+    with contextlib.suppress(OSError, HostError):  # staged, never renamed: a killed writer's
+        fsops.remove_temp(root, path)
     kind = entry.get("kind")
     if kind == "file":
+        if _is_preimage(root, path):
+            return False  # put back already (the files step of the rollback)
+        if fsops.link_over(root, PREIMAGES + path, path, sync_dir=False):
+            return True
         fsops.copy_preserving(root, PREIMAGES + path, path)
     elif kind == "link":
         fsops.write_symlink(root, path, entry["target"])
     elif kind == "absent":
         try:
-            if fsops.remove_file(root, path):
+            if fsops.remove_file(root, path, sync_dir=False):
                 log.info("Removed %s: the update created it", goquote(path))
+                return True
         except IsADirectoryError:
             log.warning("Not removing %s: a directory is there", goquote(path))
+    return False
+
+
+def _is_preimage(root: Root, path: str) -> bool:
+    """Whether the node's file at ``path`` is its preimage's inode (linked back already)."""
+    try:
+        now = os.lstat(fsops.target_path(root, path))
+        kept = os.lstat(fsops.target_path(root, PREIMAGES + path))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (kept.st_dev, kept.st_ino)
 
 
 def _restore_units(root: Root, before: dict[str, str]) -> None:

@@ -22,17 +22,18 @@ def decode_data_url(url: str) -> bytes:
 
     Raises ``DecodeError`` for anything that is not a well-formed data URL.
     """
-    scheme, sep, _ = url.partition(":")
-    if not sep or scheme.lower() != "data":
-        shown = scheme if sep else url[:20]
+    colon = url.find(":")  # not partition: that copies the whole payload once more
+    if colon < 0 or url[:colon].lower() != "data":
+        shown = url[:colon] if colon >= 0 else url[:20]
         raise DecodeError(f"only data: URLs are supported, got {goquote(shown)}")
     is_base64, payload = dataurl_lex.split(url)
     if not is_base64:
         if not dataurl_lex.url_payload(payload):
             dataurl_lex.check_payload(url, is_base64, payload)
         return dataurl_lex.unescape(payload)
-    try:  # strict: only the alphabet and its padding, as Go's base64.StdEncoding
-        return binascii.a2b_base64(payload.encode("ascii", "replace"), strict_mode=True)
+    try:  # strict: only the alphabet and its padding, as Go's base64.StdEncoding; an ASCII
+        # str is read as it is (no bytes copy), anything else is refused (ValueError)
+        return binascii.a2b_base64(payload, strict_mode=True)
     except (binascii.Error, ValueError) as e:
         dataurl_lex.check_payload(url, is_base64, payload)
         raise DecodeError(f"invalid base64 data in data URL: {e}") from e

@@ -196,13 +196,34 @@ def split(url: str) -> tuple[bool, str]:
     """``(is_base64, payload)`` of a ``data:`` URL whose header (up to the data comma) the
     grammar allows; :class:`DecodeError` with the library's own words otherwise. The payload
     is not scanned here: :func:`payload_problem` judges it when decoding fails, so a valid
-    payload is read once, by the decoder."""
+    payload is read once, by the decoder.
+
+    A header the grammar accepted before (:data:`_ACCEPTED`) is not walked again: the walk
+    reads nothing past the data comma it stops at, so any URL beginning with that very
+    header (through that comma) is read the same way. Only the text up to the URL's first
+    comma is looked up; a header with a comma of its own (a quoted value) is always walked."""
+    comma = url.find(",")
+    if comma > 0:
+        is_base64 = _ACCEPTED.get(url[: comma + 1])
+        if is_base64 is not None:
+            return is_base64, url[comma + 1 :]
     try:
-        return _split(url)
+        is_base64, payload = _split(url)
     except DecodeError:
         if _url_parse_problem(url):  # Go's url.Parse speaks first
             raise _fail("unable to parse url") from None
         raise
+    header = url[: len(url) - len(payload)]
+    if len(_ACCEPTED) < _ACCEPTED_KEPT and len(header) <= _ACCEPTED_LONGEST:
+        _ACCEPTED[header] = is_base64
+    return is_base64, payload
+
+
+_ACCEPTED: dict[str, bool] = {}
+"""Headers (``data:`` through the data comma) :func:`_split` accepted -> whether base64.
+A config's files share a handful (``data:,`` and ``data:;base64,`` nearly always)."""
+_ACCEPTED_KEPT = 64
+_ACCEPTED_LONGEST = 256
 
 
 def _split(url: str) -> tuple[bool, str]:

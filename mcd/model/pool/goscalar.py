@@ -55,8 +55,10 @@ def read_back(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(text: str) -> str:
-    """A key must stay a simple key: on one line, its JSON text at most 1024 characters."""
+    """A key must stay a simple key: on one line, its JSON text at most 1024 characters.
+    (Keys repeat, every file has ``path``: cached; a refused key raises again, uncached.)"""
     if "\x85" in text or 2 + sum(len(_go_json_char(c)) for c in text) > 1024:
         raise ValueError("yaml: did not find expected ',' or '}'")
     return _fold(text)
@@ -307,12 +309,17 @@ def _compare(a: str, b: str) -> int:
 
 def sorted_keys(keys: Sequence[str]) -> list[str]:
     """Go's ``sort.Sort`` over the keys: insertion sort up to 12, as pdqsort does."""
+    if len(keys) <= 12:  # the same few keys in every file, unit, user: sorted once
+        return list(_sorted_few(tuple(keys)))
+    return sorted(keys, key=functools.cmp_to_key(_compare))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sorted_few(keys: tuple[str, ...]) -> tuple[str, ...]:
     out = list(keys)
-    if len(out) > 12:
-        return sorted(out, key=functools.cmp_to_key(_compare))
     for i in range(1, len(out)):
         j = i
         while j > 0 and key_less(out[j], out[j - 1]):
             out[j], out[j - 1] = out[j - 1], out[j]
             j -= 1
-    return out
+    return tuple(out)

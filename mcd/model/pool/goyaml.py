@@ -14,6 +14,8 @@ vectors in ``tests/data/render-hash-golden.json`` (made by the Go program in
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,12 +55,43 @@ def _printable(c: str) -> bool:
     )
 
 
-class _Analysis:
-    """``yaml_emitter_analyze_scalar``: which styles can carry the text."""
+_WORD = re.compile(r"[\x21-\x7e]+")
+"""Printable ASCII without spaces: no break, no space, nothing special to analyze per char."""
+_FLOW_INSIDE = re.compile(r"[,?\[\]{}:]")
+_FIRST_BOTH = "#,[]{}&*!|>'\"%@`"
 
-    def __init__(self, value: str) -> None:
+
+@functools.lru_cache(maxsize=4096)
+def _key_analysis(text: str) -> _Analysis:
+    """A mapping key's analysis (keys repeat: every file has ``path``, ``contents`` ...)."""
+    return _Analysis(text)
+
+
+class _Analysis:
+    """``yaml_emitter_analyze_scalar``: which styles can carry the text (read only)."""
+
+    def __init__(self, value: str, *, fast: bool = True) -> None:
         self.multiline = False
         self.flow_plain = self.block_plain = self.single = self.block = True
+        if fast and _WORD.fullmatch(value):
+            self._word(value)
+        else:
+            self._chars(value)
+
+    def _word(self, value: str) -> None:
+        """The outcome of :meth:`_chars` for one word of printable ASCII, from its ends: with
+        no space or break in it, only the first character, a ``:`` at its end and the flow
+        indicators after the first decide (each character is printable, none preceded by
+        whitespace)."""
+        first, n = value[0], len(value)
+        both = value.startswith(("---", "...")) or first in _FIRST_BOTH
+        both = both or (n == 1 and first in "?:-")
+        if both or first in "?:" or _FLOW_INSIDE.search(value, 1):
+            self.flow_plain = False
+        if both or (n > 1 and value[-1] == ":"):
+            self.block_plain = False
+
+    def _chars(self, value: str) -> None:
         if not value:
             self.flow_plain, self.block = False, False
             return
@@ -206,7 +239,7 @@ class _Emitter:
     def mapping_entry(self, key: str, value: Any) -> None:
         self.write_indent()
         text, _ = scalar_text(key)
-        if not _Analysis(text).multiline and len(text.encode()) <= 128:
+        if not _key_analysis(text).multiline and len(text.encode()) <= 128:
             self.node(key, mapping=True, simple_key=True)
             self.indicator(":", False, False, False)
         else:
@@ -218,7 +251,7 @@ class _Emitter:
 
     def scalar(self, value: Any, *, root: bool, simple_key: bool) -> None:
         text, style = scalar_text(value)
-        analysis = _Analysis(text)
+        analysis = _key_analysis(text) if simple_key else _Analysis(text)
         if simple_key and analysis.multiline:
             style = DOUBLE
         if style == PLAIN:
@@ -247,6 +280,16 @@ class _Emitter:
     def write_plain(self, value: str, allow_breaks: bool, root: bool) -> None:
         if not self.whitespace:
             self.put(" ")
+        if _WORD.fullmatch(value):  # no space to fold at, no break: the word as it is
+            self.put(value)
+            self.indention = False
+        else:
+            self._plain_chars(value, allow_breaks)
+        self.whitespace = self.indention = False
+        if root:
+            self.open_ended = True
+
+    def _plain_chars(self, value: str, allow_breaks: bool) -> None:
         spaces = breaks = False
         for i, c in enumerate(value):
             if c == " ":
@@ -265,9 +308,6 @@ class _Emitter:
                     self.write_indent()
                 self.put(c)
                 self.indention = spaces = breaks = False
-        self.whitespace = self.indention = False
-        if root:
-            self.open_ended = True
 
     def write_single(self, value: str, allow_breaks: bool) -> None:
         self.indicator("'", True, False, False)
