@@ -40,6 +40,23 @@ def _labels(obj: Obj) -> Labels:
     return labels if isinstance(labels, Mapping) else {}
 
 
+_VOLATILE = frozenset({"resourceVersion", "managedFields", "generation"})
+
+
+def _status_only(old: Obj, new: Obj) -> bool:
+    """Whether a pool changed in nothing but its status (and the bookkeeping of any write).
+    The status is the controller's own output, no input to a pass: its write's watch event,
+    arriving before the write's answer went into the cache, asked for a whole pass after
+    every whole pass (every 0.8 s at 10,000 nodes, where the clock asks every 2 s)."""
+    if old.get("spec") != new.get("spec") or set(old) - {"status"} != set(new) - {"status"}:
+        return False
+    if any(old.get(k) != v for k, v in new.items() if k not in ("metadata", "spec", "status")):
+        return False
+    meta_old, meta_new = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (set(meta_old) | set(meta_new)) - _VOLATILE
+    return all(meta_old.get(k) == meta_new.get(k) for k in keys)
+
+
 def _node_selector(pool: Obj) -> object:
     return (pool.get("spec") or {}).get("nodeSelector")
 
@@ -76,7 +93,7 @@ class Changes:
             self.full = True  # a pool added or deleted: every node's pool may change
         elif _node_selector(old) != _node_selector(new):
             self.full = True  # so may a new nodeSelector
-        else:
+        elif not _status_only(old, new):
             self.pools.add(name_of(new))
 
     def config(self, old: Obj | None, new: Obj | None) -> None:
