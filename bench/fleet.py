@@ -255,6 +255,13 @@ def controller_passes(metrics: str) -> float:
                 if line.startswith("mcd_controller_syncs_total "))  # fmt: skip
 
 
+def kernel_share(pid: int) -> float:
+    """The share of a process's CPU so far spent in the kernel (system time)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    user, system = int(fields[11]), int(fields[12])
+    return system / max(1, user + system)
+
+
 def proc_usage(pid: int) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MiB) of a process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -400,6 +407,7 @@ def main() -> None:
                 progress(f"rollout {name}: {walls[-1]:.1f} s, peak unavailable {fleet.peak}, "
                          f"a free slot waited {refills[-1]:.2f} s on average")  # fmt: skip
             cpu1, rss = proc_usage(ctl.pid)
+            progress(f"controller CPU in the kernel: {100 * kernel_share(ctl.pid):.0f}%")
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
