@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -17,7 +18,7 @@ from mcd.cluster.transport import Connection
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    seen: list[tuple[str, str, int]] = []
+    seen: ClassVar[list[tuple[str, str, int]]] = []
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
