@@ -43,17 +43,33 @@ def node_fields(node: Obj) -> Obj:
             if k in meta}  # fmt: skip
     labels = {_shared(k): _shared(v) for k, v in (meta.get("labels") or {}).items()}
     spec = node.get("spec") or {}
-    conditions = [{"type": _shared(c.get("type")), "status": _shared(c.get("status"))}
-                  for c in (node.get("status") or {}).get("conditions") or []]  # fmt: skip
     return {
         "metadata": {**kept, "labels": labels, "annotations": annotations},
         "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
-        "status": {"conditions": conditions},
+        "status": _status((node.get("status") or {}).get("conditions") or []),
     }
 
 
 def _shared(value: Any) -> Any:
     return sys.intern(value) if isinstance(value, str) and len(value) <= 256 else value
+
+
+_STATUSES: dict[tuple[tuple[Any, Any], ...], Obj] = {}
+STATUSES_SHARED = 256
+"""Distinct kept statuses shared by every Node that has one (most Nodes' conditions say the
+same: a status object per Node was 300 bytes of each in the cache)."""
+
+
+def _status(conditions: list[Obj]) -> Obj:
+    """``{"conditions": [{type, status}...]}``, one object for all the Nodes that have the
+    same (readers never change what the cache holds)."""
+    key = tuple((c.get("type"), c.get("status")) for c in conditions)
+    status = _STATUSES.get(key)
+    if status is None:
+        status = {"conditions": [{"type": _shared(t), "status": _shared(s)} for t, s in key]}
+        if len(_STATUSES) < STATUSES_SHARED:
+            _STATUSES[key] = status
+    return status
 
 
 class PoolWriter:

@@ -99,12 +99,22 @@ class Connection:
     pool_size: int = POOL_SIZE
     """Connections kept open (set before the first request)."""
     _pool: urllib3.PoolManager | None = field(default=None, repr=False)
+    _direct: tuple[urllib3.HTTPConnectionPool, str] | None = field(default=None, repr=False)
 
     @property
     def pool(self) -> urllib3.PoolManager:
         if self._pool is None:
             self._pool = self._make_pool()
         return self._pool
+
+    def _server(self) -> tuple[urllib3.HTTPConnectionPool, str] | None:
+        """The API server's own connection pool and the path its URL starts with, when
+        there is no proxy: a request goes to it without the manager's URL parse and pool
+        lookup (a third of a Node write's Python time at 10,000 nodes)."""
+        if self._direct is None and not self.proxy:
+            url = urllib.parse.urlsplit(self.host)
+            self._direct = (self.pool.connection_from_url(self.host), url.path.rstrip("/"))
+        return self._direct
 
     def _make_pool(self) -> urllib3.PoolManager:
         args: dict[str, Any] = {"maxsize": self.pool_size}
@@ -145,21 +155,33 @@ class Connection:
         body: bytes | None,
         timeout: urllib3.Timeout,
     ) -> urllib3.BaseHTTPResponse:
-        """The response with its body unread (``release_conn`` it)."""
-        url = self.host.rstrip("/") + path
+        """The response with its body unread (``release_conn`` it). A redirect is followed
+        as the pool manager follows it (the request is sent again through it)."""
         if query:
-            url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+            path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         sent = {**headers, "User-Agent": self.user_agent}
         auth = self.authorization()
         if auth:
             sent["Authorization"] = auth
+        server = self._server()
+        if server is not None:
+            pool, prefix = server
+            response = pool.urlopen(
+                method, prefix + path, body=body, headers=sent, timeout=timeout,
+                preload_content=False, redirect=False, assert_same_host=False,
+            )  # fmt: skip
+            if not response.get_redirect_location():
+                return response
+            response.drain_conn()
         return self.pool.request(
-            method, url, body=body, headers=sent, timeout=timeout, preload_content=False
-        )
+            method, self.host.rstrip("/") + path, body=body, headers=sent, timeout=timeout,
+            preload_content=False,
+        )  # fmt: skip
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.clear()
+        self._direct = None
 
 
 def _load_cert_chain(context: ssl.SSLContext, tls: Tls) -> None:

@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -143,7 +143,7 @@ class DrainController:
                 a = annotations_of(node)
                 request = a.get(Annotation.DESIRED_DRAIN, "")
                 state = self._states.get(name)
-                if not request or request == a.get(Annotation.LAST_APPLIED_DRAIN, ""):
+                if not _asks(a):
                     if state is not None and not state.running:
                         del self._states[name]
                     continue
@@ -168,6 +168,14 @@ class DrainController:
         for name, request in due:
             self.attempts += 1
             self._workers.submit(self._attempt, name, request)
+
+    def idle(self, nodes: Iterable[Obj]) -> bool:
+        """No attempt is kept (running, due or waiting to retry) and none of ``nodes`` asks
+        for one: a pass may leave the drains alone."""
+        with self._lock:
+            if self._states:
+                return False
+        return not any(_asks((n.get("metadata") or {}).get("annotations") or {}) for n in nodes)
 
     def blocked(self) -> dict[str, str]:
         """Each node whose drain pods hold now, and what holds it."""
@@ -306,3 +314,9 @@ class DrainController:
 
 def _verb(request: str) -> str:
     return request.split("-", 1)[0]
+
+
+def _asks(annotations: Mapping[str, str]) -> bool:
+    """Does the node ask for a drain (or uncordon) it has not had?"""
+    request = annotations.get(Annotation.DESIRED_DRAIN, "")
+    return bool(request) and request != annotations.get(Annotation.LAST_APPLIED_DRAIN, "")

@@ -2,27 +2,29 @@
 custom pools (it then belongs to neither and keeps its config) or by ``master`` and a custom
 pool (``master`` wins); 0 for every other node in a pool. Registered on the controller's
 registry beside :class:`mcd.controller.service.ControllerMetrics`; a node that leaves every
-pool loses its series."""
+pool loses its series. The series are built when scraped from the last pass's figures (a
+labelled gauge kept a child per node: at 25,000 nodes, 23 MB of the controller's memory)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 
-class PoolAlertMetric:
+class PoolAlertMetric(Collector):
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.gauge = Gauge("mcc_pool_alert", "pool status alert", ["node"], registry=registry)
-        self._nodes: set[str] = set()
-        self._last: dict[str, int] = {}
+        self._last: Mapping[str, int] = {}
+        registry.register(self)
 
     def update(self, alerts: Mapping[str, int]) -> None:
-        if alerts == self._last:
-            return
-        self._last = dict(alerts)
-        for node in self._nodes - set(alerts):
-            self.gauge.remove(node)
-        for node, value in alerts.items():
-            self.gauge.labels(node).set(value)
-        self._nodes = set(alerts)
+        """The figures of a pass (kept as given: the pass never changes them after)."""
+        self._last = alerts
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily("mcc_pool_alert", "pool status alert", labels=["node"])
+        for node, value in self._last.items():
+            gauge.add_metric([node], value)
+        yield gauge

@@ -52,12 +52,13 @@ from mcd.controller.leadership.election import UpstreamGuard, install_namespace
 from mcd.controller.leadership.pacer import Pacer
 from mcd.controller.operator.machineconfiguration import MachineConfigurationSync
 from mcd.controller.poolalert import PoolAlertMetric
+from mcd.controller.refill.passes import changed_nodes, refill_only
 from mcd.controller.rendering import RenderStep
-from mcd.controller.scrapers import ScraperCheck
+from mcd.controller.scrapers import ScraperCheck, guarded
 from mcd.controller.service import ControllerMetrics
-from mcd.controller.sync import Snapshot, Syncer, drain_policies
+from mcd.controller.sync import FULL_EVERY, PoolReport, Snapshot, Syncer, drain_policies
 from mcd.controller.writes import CONNECTIONS
-from mcd.host.statusserver import StatusServer, parse_listen_address
+from mcd.host.statusserver import StatusServer
 from mcd.model.pool.hygiene import Membership
 from mcd.model.pool.pools import NodeView, name_of
 
@@ -77,16 +78,6 @@ update; this keeps passes to about a fifth of a core."""
 DRAINS_EVERY = 1.0
 """A pass after nothing but Node changes starts the drains asked for at most this often (each
 look is a walk over every Node: at 5,000 nodes, passes come several times a second)."""
-LOOPBACK = ("127.", "localhost", "::1")
-
-
-def _guarded(options: ControllerOptions) -> bool:
-    """Whether /metrics asks the API server about each scraper's token."""
-    if options.metrics_auth != "auto":
-        return options.metrics_auth == "token"
-    host, _ = parse_listen_address(options.metrics_url)
-    return not host.startswith(LOOPBACK)
-
 
 USER_AGENT = "machine-config-controller"
 
@@ -176,9 +167,10 @@ class Controller:
             self.kube, __version__, leading=lambda: self.leading
         )
         self.last_tick = time.monotonic()
+        checked = guarded(options.metrics_auth, options.metrics_url)
         self.server = StatusServer(
             options.metrics_url, self.metrics.registry, self._healthz, self._readyz,
-            scrapers=ScraperCheck(self.kube) if _guarded(options) else None,
+            scrapers=ScraperCheck(self.kube) if checked else None,
             tls=options.metrics_tls,
         )  # fmt: skip
 
@@ -212,6 +204,7 @@ class Controller:
         name = name_of(node)
         if name:
             self._done[name] = NodeView.of(node).done
+            self.syncer.refill.wrote(name)  # no watch event names it
 
     def _node_changed(self, kind: str, node: dict[str, Any]) -> None:
         """A node that was updating and is now Done frees a slot of its pool: the next pass
@@ -307,6 +300,8 @@ class Controller:
                 began, cpu = time.monotonic(), time.thread_time()
                 next_window = self._pass()
                 took, cpu = time.monotonic() - began, time.thread_time() - cpu
+                self.dirty.took(cpu)  # a whole pass's cost sets the period of the next
+                self.syncer.full_every = max(FULL_EVERY, self.dirty.period)
             except Exception:  # a bug in one pass must not stop the rollout of every pool
                 log.exception("Controller pass failed; retrying")
                 next_window, took, cpu = None, 0.0, 0.0
@@ -324,20 +319,29 @@ class Controller:
 
     def _pass(self) -> datetime | None:
         taken = time.monotonic()
-        if self.joining(self.nodes.items(), self.pools.items(), self.configs.get):  # first
-            self.dirty.everything()  # relabelled: every pool's membership read again
         changes = self.dirty.take(taken)  # before the caches are read
-        previous, self._membership = self._membership, None  # kept only by a pass that ends
+        nodes = changed_nodes(changes, self.nodes.items, self.nodes.get)
+        if self.joining(nodes, self.pools.items(), self.configs.get):  # first
+            changes.everything()  # relabelled: every pool's membership read again
         pools, paced, claimed = self.pacer.sort(self.pools.items())  # before any write
+        only = self.dirty.pools_of(changes, pools, time.monotonic())
+        only = frozenset(paced if only is None else (set(only) & paced) | claimed)
+        configs = {str(c["metadata"]["name"]): c for c in self.configs.items()}
+        self._generate(configs)
+        if (refilled := refill_only(changes, pools, only, self.syncer, self.drains,
+                                    self.nodes.get, taken)) is not None:  # fmt: skip
+            return self._reported(refilled, whole=False)  # changed nodes, targets: no walk
+        previous, self._membership = self._membership, None  # kept only by a pass that ends
         snap = Snapshot(
             pools=pools,
-            configs={str(c["metadata"]["name"]): c for c in self.configs.items()},
+            configs=configs,
             nodes=self.nodes.items(),
             taken=taken,
             refill_only=changes.nodes_only,
-            previous=previous if changes.nodes_only else None,
+            previous=None if changes.full else previous,  # no node moved pools: refreshed
         )
-        if not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY:
+        due = not changes.nodes_only or taken - self._drains_at >= DRAINS_EVERY
+        if due and not self.drains.idle(snap.nodes):  # idle: nothing the drains could start
             policies = drain_policies(snap)
             nodes = snap.nodes
             if self.pacer.refused:  # only the drains of the pools this controller paces
@@ -345,14 +349,15 @@ class Controller:
                          and policies[name_of(n)].pool in paced]  # fmt: skip
             self.drains.sync(nodes, policies)
             self._drains_at = taken
-        self._generate(snap)
-        only = self.dirty.pools_of(changes, snap.pools, time.monotonic())
-        only = frozenset(paced if only is None else (set(only) & paced) | claimed)
         reports = self.syncer.sync_all(snap, only)
         self._membership = snap.membership
         if self.syncer.pending:  # work left for the next pass (no watch event will ask)
             self.dirty.named(sorted(self.syncer.pending))
             self.wake.set()
+        return self._reported(reports)
+
+    def _reported(self, reports: list[PoolReport], whole: bool = True) -> datetime | None:
+        """A pass's reports into the metrics; when the next window opens."""
         self.metrics.syncs.inc()
         windows = []
         for report in reports:
@@ -362,18 +367,17 @@ class Controller:
             if report.next_window is not None:
                 windows.append(report.next_window)
         synced = [r for r in reports if not r.refilled_only]
-        if synced or not reports:
+        if whole and (synced or not reports) and self._membership is not None:
             self.metrics.rollout.observe(  # the members as the pass read them (it writes none
                 self.pools.items(), (), synced, self.drains.blocked(),  # of what is counted)
-                partial=only is not None or len(synced) < len(reports),
-                members_of=snap.membership.members,
+                partial=True, members_of=self._membership.members,
             )  # fmt: skip
         if self.pruner.due(time.monotonic()):
             self.pruner.run(self.configs.items, self.pools.items, self.nodes.items,
                             datetime.now(UTC), time.monotonic())  # fmt: skip
         return min(windows, default=None)
 
-    def _generate(self, snap: Snapshot) -> None:
+    def _generate(self, configs: dict[str, Obj]) -> None:
         """KubeletConfigs and ContainerRuntimeConfigs into their MachineConfigs (a kind whose
         CRD is not installed, its cache never synced, is left out); a failure here is logged
         and never stops the rollouts."""
@@ -382,7 +386,7 @@ class Controller:
         if not objects:
             return
         try:
-            self.generated(objects, self.pools.items(), snap.configs)
+            self.generated(objects, self.pools.items(), configs)
         except Exception:
             log.exception("Generating MachineConfigs failed; retrying")
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from mcd.cluster.api import ApiError, Kube
+from mcd.host.statusserver import parse_listen_address
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,16 @@ TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 CACHE_SECONDS = 30.0
 CACHE_SIZE = 256
+LOOPBACK = ("127.", "localhost", "::1")
+
+
+def guarded(auth: str, url: str) -> bool:
+    """Whether /metrics at ``url`` asks the API server about each scraper's token (``auth``:
+    token | none | auto: a token unless the listener is on loopback)."""
+    if auth != "auto":
+        return auth == "token"
+    host, _ = parse_listen_address(url)
+    return not host.startswith(LOOPBACK)
 
 
 class ScraperCheck:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from mcd.cluster.api import ApiError, Obj
@@ -30,9 +29,12 @@ from mcd.controller.holds.step import HoldStep, costs_of
 from mcd.controller.metrics import PROGRESS, Estimates
 from mcd.controller.osreboots import step as osreboots
 from mcd.controller.policy import PolicyStep, Restarts
+from mcd.controller.refill.handout import HandOut
+from mcd.controller.refill.step import RefillStep
+from mcd.controller.refill.taints import Taints
 from mcd.controller.rendering import RenderStep
-from mcd.controller.writes import QUEUED, TAINT_BATCH, InFlight, NodeWrites
-from mcd.model.drain.budgets import released_for
+from mcd.controller.writes import InFlight, NodeWrites
+from mcd.model.drain.budgets import released_from
 from mcd.model.drain.settings import drain_settings
 from mcd.model.planning.plan import Cost
 from mcd.model.pool.canary import Gate
@@ -42,8 +44,6 @@ from mcd.model.pool.pools import (
     has_update_taint,
     name_of,
     target_of,
-    upstream_order,
-    with_update_taint,
 )
 from mcd.model.pool.rollout import (
     INVALID,
@@ -64,8 +64,6 @@ from mcd.model.pool.windows import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-LOGGED = 20
-"""Nodes named in a pass's log line of its targets."""
 FULL_EVERY = 2.0
 """Seconds a pool's status and conditions may wait while passes only refill its slots (at
 5,000 nodes the rest of a pass was half its CPU, and slots free several times a second); the
@@ -140,6 +138,11 @@ class Syncer:
     pinned: synchronizers.PinnedRollup = field(default_factory=synchronizers.PinnedRollup)
     window_waits: WindowWaits = field(default_factory=WindowWaits)
     _writes: NodeWrites = field(default_factory=NodeWrites)
+    full_every: float = FULL_EVERY
+    """Seconds a pool's status may wait while passes only refill its slots (the controller
+    sets the period of its whole passes: :attr:`mcd.controller.dirty.DirtyPools.period`)."""
+    refill: RefillStep = field(default_factory=RefillStep)
+    """Each pool's ledger, for the passes that only refill slots (:meth:`refill_pass`)."""
     _inflight: InFlight = field(default_factory=InFlight)
     _synced_at: dict[str, float] = field(default_factory=dict)
     _views: dict[str, tuple[str, NodeView, bool]] = field(default_factory=dict)
@@ -180,6 +183,10 @@ class Syncer:
                 self.writer, self.pod_restarts, self.observe_pool, self.observe_node
             )
         self.holds = self.holds or HoldStep(self.writer)
+        self._hand_out = HandOut(self.writer, self._writes, self._inflight, self.observe_node,
+                                 self.background_targets)  # fmt: skip
+        self.taints = Taints(self.writer, self._writes, self._inflight, self.observe_node,
+                             self._facts, self.background_taints)  # fmt: skip
 
     def stop(self) -> None:
         """No write of this Syncer's goes out any more (:meth:`NodeWrites.cancel`)."""
@@ -211,6 +218,7 @@ class Syncer:
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         old = pool.get("status") or {}
         assert self.render_step is not None and self.policy_step is not None
+        self.refill.drop(name)  # kept again once this sync got through its rollout
         pool = self.render_step(pool, snap.configs, stamp)
         invalid = snap.membership.invalid.get(name)
         if invalid:
@@ -230,14 +238,18 @@ class Syncer:
         if not hygiene.selecting_all(self.writer, pool):  # upstream's SelectingAll: no rollout
             rollout = self._roll_out(pool, views, snap, window, latest, gate, policy_error)
             self.window_waits(self.writer, pool, rollout, window)
-            recent = snap.taken - self._synced_at.get(name, float("-inf")) < FULL_EVERY
+            recent = snap.taken - self._synced_at.get(name, float("-inf")) < self.full_every
             if rollout.targets and snap.refill_only and recent:
+                self.refill.keep(pool, views, {*flying, *rollout.targets}, rollout.targets)
                 return PoolReport(name, rollout, old, refilled_only=True)
             if not spec.get("paused") and target_of(pool):  # after: a node targeted now
-                self._taint(pool, snap, latest, flying)  # needs no taint on and off
+                cached = snap.membership.nodes_of(name)  # needs no taint on and off
+                if not self.taints.sync(pool, cached, latest, flying):
+                    self.pending.add(name)
         if rollout.targets:
             target, chosen = target_of(pool), set(rollout.targets)
             views = [replace(v, desired=target) if v.name in chosen else v for v in views]
+        self.refill.keep(pool, views, {*flying, *rollout.targets})  # a selecting-all: none
         status = calculate_status(pool, views, stamp, rollout=rollout, window=window)
         found = status["conditions"]
         if window_error:
@@ -269,49 +281,36 @@ class Syncer:
         self._synced_at[name] = snap.taken
         return PoolReport(name, rollout, status, window.opens_at if window else None)
 
-    def _taint(
-        self, pool: Obj, snap: Snapshot, latest: dict[str, Mapping[str, Any]],
-        flying: Mapping[str, str],
-    ) -> None:  # fmt: skip
-        """Upstream's ``UpdateInProgress:PreferNoSchedule`` on the nodes not yet targeted
-        (taken off in the same write that targets a node), a batch a pass (in the background,
-        the nodes the rollout reaches last first); a node changed meanwhile (409) is left
-        for the next pass. ``latest`` gets every Node written."""
-        target, background = target_of(pool), self.background_taints
-        queued = self._writes.queued() if background else frozenset()
-        if background and len(queued) >= QUEUED:  # none could be queued: a later pass
-            self.pending.add(name_of(pool))
-            return
-        due: list[tuple[NodeView, Mapping[str, Any], bool]] = []
-        for cached in snap.membership.nodes_of(name_of(pool)):
-            if name_of(cached) in flying or name_of(cached) in self._inflight:
-                continue  # its target write takes the taint off
-            node = latest.get(name_of(cached), cached)
-            view, tainted = self._facts(node)
-            if (view.desired != target) != tainted and view.name not in queued:
-                due.append((view, node, tainted))
-        if background:
-            order = {v.name: i for i, v in enumerate(upstream_order([d[0] for d in due]))}
-            due.sort(key=lambda d: -order[d[0].name])
-        limit = max(0, QUEUED - len(queued)) if background else TAINT_BATCH
-        if len(due) > limit:
-            self.pending.add(name_of(pool))  # the rest in the next passes
-        todo = [(view.name, with_update_taint(node, not tainted),
-                 str((node.get("metadata") or {}).get("resourceVersion") or ""))
-                for view, node, tainted in due[:limit]]  # fmt: skip
+    def refill_pass(
+        self, pools: list[Obj], changed: Collection[str], lookup: Callable[[str], Obj | None],
+        taken: float,
+    ) -> list[PoolReport] | None:  # fmt: skip
+        """A pass after nothing but Node changes that moved no node between pools: each
+        of ``pools`` (those the changes touch) refilled from its ledger, touching only the
+        changed nodes and the targets (``lookup``: a Node in the cache). None when one needs
+        a whole sync (:meth:`RefillStep.plans`; drains held or released): nothing written."""
 
-        def taken(_item: tuple[str, list[Any], str], written: Obj) -> None:
-            self.observe_node(written)
-            if not background:  # ``latest`` is the pass's: over by then
-                latest[name_of(written)] = written
+        def view_of(node: str) -> NodeView | None:
+            return None if (obj := lookup(node)) is None else self._view(obj)
 
-        def write(item: tuple[str, list[Any], str]) -> Obj:
-            return self.writer.set_taints(*item)
+        def whole(pool: Obj) -> bool:  # gates, or no whole sync for FULL_EVERY
+            recent = taken - self._synced_at.get(name_of(pool), float("-inf")) < self.full_every
+            return not recent or self.holds.applies(pool)  # type: ignore[union-attr]
 
-        if not background:
-            self._writes.each(write, todo, taken)
-        elif not self._writes.later(lambda t: t[0], write, todo, taken):  # pass not waiting
-            self.pending.add(name_of(pool))
+        if self.drain_released():
+            return None
+        plans = self.refill.plans(pools, changed, view_of, self._inflight, taken, whole)
+        if plans is None or self.drain_forecast():
+            return None
+        reports = []
+        for pool, targets in plans:
+            latest: dict[str, Mapping[str, Any]] = {t: n for t in targets if (n := lookup(t))}
+            self.refill.handed(name_of(pool), self._hand_out(pool, targets, latest))
+            reports.append(PoolReport(name_of(pool), Rollout(targets=targets),
+                                      pool.get("status") or {}, refilled_only=True))  # fmt: skip
+        for pool in pools:  # after the targets: the next taints the last whole sync left
+            self.taints.more(pool, lookup)
+        return reports
 
     def _roll_out(
         self, pool: Obj, views: list[NodeView], snap: Snapshot, window: WindowState | None,
@@ -341,51 +340,17 @@ class Syncer:
         rollout = holds.plan(pool, lambda hold, gated: plan_rollout(  # the gates' one place
             pool, views, costs=costs, window=window, rebootless_anytime=rebootless_anytime,
             drain_blocked=forecast, reboots=osreboots.demand(pool, views, latest, self.clock()),
-            released={v.name for v in views if released_for(latest.get(v.name) or {}) == target},
+            released=released_from(latest, target),
             halted=bool(policy_error) or (gate is not None and gate.halted),
             only=gate.only if gate is not None else None, hold=hold, gated=gated,
         ))  # fmt: skip
         if rollout.error:
             log.warning("Pool %s: %s", name, rollout.error)
 
-        def write(node: str) -> Obj:
-            obj = latest.get(node) or {}
-            if has_update_taint(obj):  # one write: the target, and the taint off
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                return self.writer.set_desired(node, target, with_update_taint(obj, False), rv)
-            return self.writer.set_desired(node, target)
-
-        written: list[str] = []
-
-        def targeted(node: str, result: Obj) -> None:
-            self.observe_node(result)
-            latest[node] = result
-            written.append(node)
-
         assert self.policy_step is not None
         self.policy_step.targeted(pool, rollout.targets, views)  # restarts before the update
-        if not self.background_targets:
-            self._writes.each(write, list(rollout.targets), targeted)
-            rollout = replace(rollout, targets=tuple(written))
-        for node in rollout.targets if self.background_targets else ():
-            self._inflight.begin(node, target)
-            self._writes.soon(partial(self._inflight.write, name, node, target, write,
-                                      self.observe_node))  # fmt: skip
-        if rollout.targets:  # one line a pass (a line a node was 0.4 ms of CPU per update)
-            more = len(rollout.targets) - LOGGED
-            log.info("Pool %s: setting desiredConfig to %s on %d node(s): %s%s", name, target,
-                     len(rollout.targets), ", ".join(rollout.targets[:LOGGED]),
-                     f" and {more} more" if more > 0 else "")  # fmt: skip
-            one = len(rollout.targets) == 1  # upstream's two texts
-            head = f"Targeted node {rollout.targets[0]}" if one else (
-                f"Set target for {len(rollout.targets)} nodes")  # fmt: skip
-            event = partial(self.writer.event, pool, "SetDesiredConfig",
-                            f"{head} to MachineConfig: {target}")  # fmt: skip
-            if self.background_targets:
-                self._writes.soon(event)  # after the targets, on the same writers
-            else:
-                event()
-        return rollout
+        written = self._hand_out(pool, rollout.targets, latest)
+        return rollout if self.background_targets else replace(rollout, targets=written)
 
 
 def drain_timeouts(snap: Snapshot) -> dict[str, float]:

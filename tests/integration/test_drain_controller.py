@@ -94,8 +94,11 @@ def test_a_budget_blocks_the_drain_on_upstreams_cadence_until_it_is_loosened(
     setup: Setup,
 ) -> None:
     s, node, ns = setup, setup.node, setup.ns
+    assert s.drains.idle([s.cluster.get_node(node)]), "nothing asked: a pass leaves drains alone"
     s.cluster.annotate(node, {Annotation.DESIRED_DRAIN: f"drain-{CONFIG}"})
+    assert not s.drains.idle([s.cluster.get_node(node)]), "a drain asked for: a pass starts it"
     assert s.attempt() == 1
+    assert not s.drains.idle([]), "an attempt kept (blocked, retried later)"
     assert s.unschedulable()
     assert Annotation.LAST_APPLIED_DRAIN not in s.annotations()
     # the pod no budget protects goes (on a real cluster its kubelet may take a moment)

@@ -146,7 +146,13 @@ def test_the_controller_taints_in_the_background_the_nodes_the_rollout_reaches_l
     assert sorted(tainted) == [f"n{i:02d}" for i in range(4, QUEUED + 4)], (
         "the last in the rollout's order first, QUEUED at most"
     )
-    assert syncer.pending == {"worker"}, "the rest in the next passes"
+    assert syncer.taints.left("worker") == 3, "the rest for the passes that only refill"
+    assert syncer.pending == set(), "no whole pass asked for them"
+    syncer.taints.more(writer.pools["worker"], {n["metadata"]["name"]: n for n in nodes}.get)
+    assert syncer._writes.drained(10)
+    again = [name for name, _t in writer.of("taints")][len(tainted) :]
+    assert sorted(again) == [f"n{i:02d}" for i in range(1, 4)], "the next in the same order"
+    assert syncer.taints.left("worker") == 0
 
 
 def test_a_background_write_refused_for_good_is_not_retried_every_pass() -> None:

@@ -43,7 +43,7 @@ def test_no_change_is_falsy_and_each_kind_of_change_is_not() -> None:
     node.node(obj("n", WORKER), obj("n", WORKER))
     assert node and not node.full
     named = Changes()
-    named.pool(pool("infra", {}), pool("infra", {}))
+    named.pool(pool("infra", {}), pool("infra", {}, target="rendered-infra-2"))
     assert named and named.pools == {"infra"}
     config = Changes()
     config.config(None, obj("50-x", {"role": "infra"}))
@@ -82,8 +82,11 @@ def test_past_many_node_changes_the_next_pass_is_full_and_the_list_stays_bounded
 
 def test_a_pool_changed_in_place_touches_itself_and_a_new_selector_everything() -> None:
     same = Changes()
-    same.pool(POOLS[1], {**POOLS[1], "status": {"machineCount": 3}})
+    same.pool(POOLS[1], {**POOLS[1], "spec": {**POOLS[1]["spec"], "paused": True}})
     assert touched(POOLS, same) == frozenset({"infra"})
+    status = Changes()  # the controller's own output: no input to a pass
+    status.pool(POOLS[1], {**POOLS[1], "status": {"machineCount": 3}})
+    assert touched(POOLS, status) == frozenset()
     for old, new in [
         (None, POOLS[1]),
         (POOLS[1], None),
@@ -184,7 +187,7 @@ def test_only_node_changes_that_move_no_node_are_nodes_only() -> None:
         mixed = Changes()
         mixed.node(obj("n1", WORKER), obj("n1", WORKER))
         if other == "pool":
-            mixed.pool(POOLS[0], POOLS[0])
+            mixed.pool(POOLS[0], {**POOLS[0], "spec": {**POOLS[0]["spec"], "paused": True}})
         elif other == "config":
             mixed.config(None, obj("50-x", {"role": "worker"}))
         elif other == "named":

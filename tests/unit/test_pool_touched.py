@@ -263,6 +263,27 @@ def test_a_pool_or_config_change_touches_its_pool_and_a_reselect_touches_all() -
     assert touched([worker, infra], changes) is EVERY, "nodes and pools name rendered configs"
 
 
+def test_a_pool_status_written_back_asks_for_no_pass_but_its_annotations_do() -> None:
+    """The status is the controller's own output: the watch event of its own status write
+    (which can arrive before the write's answer is in the cache) touches no pool, or every
+    whole pass would ask for the next one at once."""
+    worker = a_pool("worker", {"matchLabels": {"role": "a"}}, {})
+    worker["metadata"]["resourceVersion"] = "7"
+    written = copy.deepcopy(worker)
+    written["metadata"].update(resourceVersion="8", managedFields=[{"manager": "mcd"}])
+    written["status"] = {"machineCount": 3, "conditions": [{"type": "Updating"}]}
+    changes = Changes()
+    changes.pool(worker, written)
+    assert not changes and touched([written], changes) == frozenset()
+    paused = copy.deepcopy(written)
+    paused["metadata"]["annotations"] = {"example.com/hold": "1"}
+    changes.pool(written, paused)
+    assert touched([paused], changes) == frozenset({"worker"}), "metadata is input"
+    changes = Changes()
+    changes.pool(written, {**written, "spec": {**written["spec"], "paused": True}})
+    assert touched([written], changes) == frozenset({"worker"})
+
+
 def test_a_full_pass_comes_at_least_every_period_whatever_changed() -> None:
     dirty = DirtyPools(every=2.0)
     pools = [a_pool("worker", {"matchLabels": {"role": "a"}}, {})]

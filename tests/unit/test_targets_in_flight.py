@@ -99,6 +99,7 @@ STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("pass"), st.integers(0, 3)),  # answers arriving during the pass
         st.tuples(st.just("refill"), st.integers(0, 3)),  # the same, only Nodes changed
+        st.tuples(st.just("ledger"), st.integers(0, 3)),  # the same, from the pool's ledger
         st.tuples(st.just("answer"), st.booleans()),  # the next write answered (or refused)
         st.tuples(st.just("finish"), st.integers(0, 7)),  # an updating node's agent is done
         st.tuples(st.just("watch"), st.just(0)),  # the watch catches the cache up
@@ -119,7 +120,13 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
     cluster = Cluster([node(f"n{i}", old.name) for i in range(8)])
     cluster.pools["worker"] = p
     jobs: list[Callable[[], None]] = []
-    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
+    changed: set[str] = set()  # the Node informer's events since the last pass
+
+    def observe(obj: Obj) -> None:  # the controller's: into the cache, and the ledger told
+        cluster.observe(obj)
+        syncer.refill.wrote(obj["metadata"]["name"])
+
+    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=observe,  # type: ignore[arg-type]
                     observe_pool=lambda o: cluster.pools.update({"worker": o}),
                     background_targets=True)  # fmt: skip
     syncer._writes.soon = jobs.append  # type: ignore[method-assign,assignment]  # answered by the test
@@ -131,8 +138,22 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
         del jobs[:n]
         cluster.refuse = False
 
+    def ledger_pass(answers: int) -> None:
+        """A pass after Node changes only: from the ledger (the changed nodes read live),
+        else a whole pass as the controller falls back."""
+        taken = time.monotonic()
+        names = set(changed)
+        changed.clear()
+        run_jobs(answers)
+        if syncer.refill_pass([cluster.pools["worker"]], names, cluster.cache.get, taken) is None:
+            snap = Snapshot([cluster.pools["worker"]], configs,
+                            copy.deepcopy(list(cluster.cache.values())), taken=taken,
+                            refill_only=True)  # fmt: skip
+            syncer.sync_all(snap)
+
     def one_pass(answers: int, refill_only: bool = False) -> None:
         taken = time.monotonic()
+        changed.clear()
         snap = Snapshot([cluster.pools["worker"]], configs,
                         copy.deepcopy(list(cluster.cache.values())), taken=taken,
                         refill_only=refill_only)  # fmt: skip
@@ -155,6 +176,8 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
     for kind, arg in steps:
         if kind in ("pass", "refill"):
             one_pass(arg, refill_only=kind == "refill")
+        elif kind == "ledger":
+            ledger_pass(arg)
         elif kind == "answer":
             run_jobs(1, ok=arg)
         elif kind == "finish":
@@ -163,6 +186,7 @@ def test_max_unavailable_holds_however_the_answers_and_passes_interleave(
             if a[Annotation.DESIRED_CONFIG] != a[Annotation.CURRENT_CONFIG]:
                 cluster.finish(name)
         else:
+            changed.update(n for n, o in cluster.nodes.items() if cluster.cache.get(n) != o)
             cluster.watch()
         assert unavailable() <= LIMIT, f"after {kind} {arg}"
         assert cluster.rewrites == [], "a target handed out while its write was in flight"
@@ -245,3 +269,48 @@ def test_a_pass_that_only_refills_slots_leaves_the_status_to_a_full_one() -> Non
     cluster.watch()
     targeted, statuses = one_pass(True, start + 0.2 + FULL_EVERY)
     assert targeted == ["n2"] and statuses == 1, "the last full sync too long ago"
+
+
+def test_a_pass_from_the_ledger_reads_the_changed_nodes_and_its_targets_not_every_node() -> None:
+    """After a whole sync of a 200-node pool, a pass after one node's Done reads that node
+    and the ones it targets (O(changes), not O(nodes)), hands out the freed slot and writes
+    no status; a change that frees no slot writes nothing; the last node Done asks for the
+    whole pass (the rollout's end is reported at once)."""
+    old = render("worker", [mc("00-worker")])
+    p = pool(maxUnavailable=2, configuration={"name": old.name})
+    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
+               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
+    cluster = Cluster([node(f"n{i:03d}", old.name) for i in range(200)])
+    cluster.pools["worker"] = p
+    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
+                    observe_pool=lambda o: cluster.pools.update({"worker": o}),
+                    background_targets=True)  # fmt: skip
+    syncer._writes.soon = lambda job: job()  # type: ignore[method-assign]
+    syncer.sync_all(Snapshot([p], configs, copy.deepcopy(list(cluster.cache.values()))))
+    assert [n for k, n, _v in cluster.calls if k == "desired"] == ["n000", "n001"]
+    read: list[str] = []
+
+    def lookup(name: str) -> Obj | None:
+        read.append(name)
+        return cluster.cache.get(name)
+
+    def refill(*changed: str) -> list[str] | None:
+        before, taken = len(cluster.calls), time.monotonic()
+        read.clear()
+        reports = syncer.refill_pass([cluster.pools["worker"]], set(changed), lookup, taken)
+        calls = cluster.calls[before:]
+        assert not [c for c in calls if c[0] == "status"], "the status waits for a whole pass"
+        return None if reports is None else [n for k, n, _v in calls if k == "desired"]
+
+    cluster.finish("n000")
+    cluster.watch()
+    assert refill("n000") == ["n002"]
+    assert set(read) <= {"n000", "n001", "n002"}, "only the changed node and the targets"
+    assert refill("n001") == [], "no slot free: nothing written, and no whole pass"
+    assert len(read) <= 4
+    for name in [f"n{i:03d}" for i in range(200)]:  # every node updated, the last Done now
+        a = cluster.nodes[name]["metadata"]["annotations"]
+        a[Annotation.DESIRED_CONFIG] = cluster.pools["worker"]["spec"]["configuration"]["name"]
+        cluster.finish(name)
+    cluster.watch()
+    assert refill(*[f"n{i:03d}" for i in range(200)]) is None, "the end: a whole pass"

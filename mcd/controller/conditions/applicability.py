@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcd.model.machineconfig import MachineConfig, empty_machine_config
-from mcd.model.planning.applicability import host_support_of
+from mcd.model.planning.applicability import HOST_SUPPORT_ANNOTATION, host_support_of
 from mcd.model.planning.plan import config_named
 from mcd.model.planning.poolfit import CONDITION, Member, condition, unfit
 from mcd.model.pool.pools import name_of, target_of
@@ -29,6 +29,8 @@ def update_condition(
     """``members``: the pool's nodes this pass (the controller's membership). Each config is
     parsed once per call, and none when no node published its host."""
     said = find_condition(conditions, CONDITION) is not None
+    if not said and not any(HOST_SUPPORT_ANNOTATION in _annotations(n) for n in members):
+        return  # the common case, without a look at each node's support
     reported = [(n, host_support_of(n)) for n in members]
     if not said and all(s is None for _, s in reported):
         return

@@ -28,6 +28,17 @@ def released_for(node: Obj) -> str:
     return str(value).split(": ", 1)[0] if value else ""
 
 
+def released_from(nodes: Mapping[str, Obj], target: str) -> set[str]:
+    """Of ``nodes`` (by name), those whose drain was released from ``target`` (one look at
+    each node's annotations: a pass asks it of every member)."""
+    out = set()
+    for name, node in nodes.items():
+        value = ((node.get("metadata") or {}).get("annotations") or {}).get(DRAIN_RELEASED)
+        if value and str(value).split(": ", 1)[0] == target:
+            out.add(name)
+    return out
+
+
 def blocking(pdbs: Sequence[Obj]) -> list[Obj]:
     """The budgets that refuse every eviction now."""
     out = []

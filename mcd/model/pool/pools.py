@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from mcd.model.reboots.requests import REQUESTED_ANNOTATION, NodeReboot
@@ -127,7 +128,7 @@ def nodes_for_pool(pool: Obj, pools: Sequence[Obj], nodes: Sequence[Obj]) -> lis
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """What the controller needs to know about one Node."""
 
@@ -173,41 +174,37 @@ class NodeView:
             rebooting=REQUESTED_ANNOTATION in ann and NodeReboot.of(ann).pending,
         )
 
-    @property
-    def schedulable_and_ready(self) -> bool:
-        """Upstream ``IsNodeReady``: Ready, no disk or network trouble, schedulable."""
-        return self.ready and not self.unschedulable
+    schedulable_and_ready: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsNodeReady``: Ready, no disk or network trouble, schedulable."""
+    done: bool = field(init=False, repr=False, compare=False)
+    """current == desired (both set) and the agent says Done."""
+    degraded: bool = field(init=False, repr=False, compare=False)
+    failing: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsNodeMCDFailing``: degraded on the way to another config."""
+    order: tuple[bool, str, str, str] = field(init=False, repr=False, compare=False)
+    """Upstream ``sortNodeList``'s key: by zone, then oldest first; no zone last."""
+    unavailable: bool = field(init=False, repr=False, compare=False)
+    """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
+    and (beyond upstream) an OS reboot under way.
 
-    @property
-    def done(self) -> bool:
-        """current == desired (both set) and the agent says Done."""
-        return bool(self.current) and self.current == self.desired and self.state == NodeState.DONE
+    A node no controller has targeted yet (no ``desiredConfig``) is not updating: on a
+    plain cluster a joining node has no annotations, and counting it would let it
+    block its own first config.
+    """
 
-    @property
-    def degraded(self) -> bool:
-        return self.state in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
-
-    @property
-    def failing(self) -> bool:
-        """Upstream ``IsNodeMCDFailing``: degraded on the way to another config."""
-        return self.current != self.desired and self.degraded
-
-    @property
-    def unavailable(self) -> bool:
-        """Upstream ``IsUnavailableForUpdate``: not ready or unschedulable, or updating;
-        and (beyond upstream) an OS reboot under way.
-
-        A node no controller has targeted yet (no ``desiredConfig``) is not updating: on a
-        plain cluster a joining node has no annotations, and counting it would let it
-        block its own first config.
-        """
-        if not self.schedulable_and_ready or self.rebooting:
-            return True
-        if not self.desired:
-            return False
-        if self.done:
-            return False
-        return not self.failing
+    def __post_init__(self) -> None:
+        """The states above, worked out once (a pass reads them several times a node)."""
+        ready = self.ready and not self.unschedulable
+        done = bool(self.current) and self.current == self.desired and self.state == NodeState.DONE
+        degraded = self.state in (NodeState.DEGRADED, NodeState.UNRECONCILABLE)
+        failing = self.current != self.desired and degraded
+        unavailable = (not ready or self.rebooting or (
+            bool(self.desired) and not done and not failing))  # fmt: skip
+        order = (self.zone is None, self.zone or "", self.created, self.name)
+        for name, value in (("schedulable_and_ready", ready), ("done", done),
+                            ("degraded", degraded), ("failing", failing), ("order", order),
+                            ("unavailable", unavailable)):  # fmt: skip
+            object.__setattr__(self, name, value)
 
     def updated(self, target: str) -> bool:
         return self.done and self.desired == target
@@ -243,7 +240,7 @@ def max_unavailable(value: object, total: int) -> int:
 
 def upstream_order(nodes: Sequence[NodeView]) -> list[NodeView]:
     """Upstream ``sortNodeList``: by zone, then oldest first; nodes with no zone last."""
-    return sorted(nodes, key=lambda n: (n.zone is None, n.zone or "", n.created, n.name))
+    return sorted(nodes, key=attrgetter("order"))
 
 
 def has_update_taint(node: Obj) -> bool:
