@@ -15,9 +15,7 @@ before anything is created.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
-import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,10 +90,20 @@ def _make_dirs(
     return host_dir
 
 
+def _rmtree(host_path: str) -> None:
+    """A directory where a file goes, removed (rare: shutil and its compressors are loaded
+    only then, not at the start-up of every command)."""
+    import shutil  # noqa: PLC0415
+
+    shutil.rmtree(host_path)
+
+
 def _temp_name(host_path: str) -> str:
     directory, name = os.path.split(host_path)
     temp = f".{name}{_TMP_SUFFIX}"
     if len(temp.encode()) > _NAME_MAX:
+        import hashlib  # noqa: PLC0415  (a name this long is rare: start-up of every command)
+
         temp = f".mcd-tmp-{hashlib.sha256(name.encode()).hexdigest()[:40]}"
     return os.path.join(directory, temp)
 
@@ -251,7 +259,7 @@ def write_symlink(root: Root, node_path: str, target: str) -> None:
     ensure_dir(root, os.path.dirname(node_path) or "/")
     try:
         if os.path.isdir(host_path) and not os.path.islink(host_path):
-            shutil.rmtree(host_path)
+            _rmtree(host_path)
         temp = _temp_name(host_path)
         _remove_any(temp)
         os.symlink(target, temp)
@@ -294,7 +302,7 @@ def _remove_any(host_path: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):  # a file where a parent should be
         return False
     if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(host_path)
+        _rmtree(host_path)
     else:
         try:
             os.unlink(host_path)
