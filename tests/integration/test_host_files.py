@@ -397,3 +397,16 @@ def test_the_target_check_walks_missing_parents_on_a_live_root_too(node_root: Pa
             Root(node_root), mc(files=[file_entry("/etc/app/x.conf", "x\n")]).ignition,
             ostree=False,
         )  # fmt: skip
+
+
+def test_a_name_too_long_for_a_plain_temp_and_a_directory_in_a_links_way(tmp_path: Path) -> None:
+    """The two rare paths (their modules load only then): a 250-byte name is written through
+    a hashed temp name, none left behind; a directory where a symlink goes is replaced."""
+    root = Root(tmp_path)
+    long_name = "/etc/" + "n" * 250
+    fsops.write_file(root, long_name, b"long")
+    assert (tmp_path / long_name.lstrip("/")).read_bytes() == b"long"
+    assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == ["n" * 250]
+    (tmp_path / "etc/link/inside").mkdir(parents=True)
+    fsops.write_symlink(root, "/etc/link", "/usr/share/target")
+    assert os.readlink(tmp_path / "etc/link") == "/usr/share/target"
