@@ -231,20 +231,27 @@ def test_writes_not_yet_sent_are_dropped_when_the_lease_is_lost() -> None:
     assert len(ran) == WRITERS, "the queued writes never went out"
 
 
-def test_a_pass_that_only_refills_slots_leaves_the_status_to_a_full_one() -> None:
-    """Only Nodes changed and the pool was fully synced less than FULL_EVERY ago: the pass
-    hands out targets and writes nothing else; a refill with nothing to hand out, or one past
-    FULL_EVERY, writes the status as every pass did."""
+def rolling(names: list[str], max_unavailable: int) -> tuple[Cluster, Syncer, Obj, dict[str, Obj]]:
+    """A pool on its old config with ``names`` on it, a new config selected, and a Syncer
+    whose background target writes run at once."""
     old = render("worker", [mc("00-worker")])
-    p = pool(maxUnavailable=1, configuration={"name": old.name})
+    p = pool(maxUnavailable=max_unavailable, configuration={"name": old.name})
     configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
                old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
-    cluster = Cluster([node(f"n{i}", old.name) for i in range(3)])
+    cluster = Cluster([node(n, old.name) for n in names])
     cluster.pools["worker"] = p
     syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
                     observe_pool=lambda o: cluster.pools.update({"worker": o}),
                     background_targets=True)  # fmt: skip
     syncer._writes.soon = lambda job: job()  # type: ignore[method-assign]
+    return cluster, syncer, p, configs
+
+
+def test_a_pass_that_only_refills_slots_leaves_the_status_to_a_full_one() -> None:
+    """Only Nodes changed and the pool was fully synced less than FULL_EVERY ago: the pass
+    hands out targets and writes nothing else; a refill with nothing to hand out, or one past
+    FULL_EVERY, writes the status as every pass did."""
+    cluster, syncer, _pool, configs = rolling([f"n{i}" for i in range(3)], max_unavailable=1)
 
     def one_pass(refill_only: bool, taken: float) -> tuple[list[str], int]:
         before = len(cluster.calls)
@@ -276,16 +283,7 @@ def test_a_pass_from_the_ledger_reads_the_changed_nodes_and_its_targets_not_ever
     and the ones it targets (O(changes), not O(nodes)), hands out the freed slot and writes
     no status; a change that frees no slot writes nothing; the last node Done asks for the
     whole pass (the rollout's end is reported at once)."""
-    old = render("worker", [mc("00-worker")])
-    p = pool(maxUnavailable=2, configuration={"name": old.name})
-    configs = {"00-worker": mc("00-worker"), "50-new": mc("50-new", kernelArguments=["b=2"]),
-               old.name: {"metadata": {"name": old.name}, "spec": old.spec}}  # fmt: skip
-    cluster = Cluster([node(f"n{i:03d}", old.name) for i in range(200)])
-    cluster.pools["worker"] = p
-    syncer = Syncer(cluster, "0.1.0", clock=lambda: NOW, observe_node=cluster.observe,  # type: ignore[arg-type]
-                    observe_pool=lambda o: cluster.pools.update({"worker": o}),
-                    background_targets=True)  # fmt: skip
-    syncer._writes.soon = lambda job: job()  # type: ignore[method-assign]
+    cluster, syncer, p, configs = rolling([f"n{i:03d}" for i in range(200)], max_unavailable=2)
     syncer.sync_all(Snapshot([p], configs, copy.deepcopy(list(cluster.cache.values()))))
     assert [n for k, n, _v in cluster.calls if k == "desired"] == ["n000", "n001"]
     read: list[str] = []
