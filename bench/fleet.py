@@ -21,8 +21,11 @@ pace's overhead, beside the pacer's), the controller's peak RSS (``VmHWM``), its
 update, and its requests per node update (the API server's ``apiserver_request_total`` over
 the rollouts, minus this process's own requests, which it counts). Targets (issue 46): each
 rollout within 1.15x the pacer, never more than ``maxUnavailable`` out, the controller at most
-150 MiB and 1.5 ms of CPU per node update. ``MCD_FLEET_PYSPY=FILE`` profiles the controller
-(``MCD_FLEET_PYSPY_BIN``: a py-spy elsewhere than beside this Python).
+150 MiB and 1.5 ms of CPU per node update; beside that figure, the CPU the pacer's writer
+threads took per Node write in the same run (the floor of the same client on the machine of
+that minute: an absolute CPU figure moves by a fifth between runs on a shared VM).
+``MCD_FLEET_PYSPY=FILE`` profiles the controller (``MCD_FLEET_PYSPY_BIN``: a py-spy elsewhere
+than beside this Python).
 """
 
 from __future__ import annotations
@@ -214,11 +217,23 @@ class Fleet:
             return all(c == config and s == "Done" for c, _d, s, _u in self.nodes.values())
 
 
-def pace(fleet: Fleet, kube: Kube, target: str, limit: int) -> float:
-    """The minimal pacer's rollout to ``target``: its wall time."""
+def pace(fleet: Fleet, kube: Kube, target: str, limit: int) -> tuple[float, float]:
+    """The minimal pacer's rollout to ``target``: its wall time, and the CPU its writer
+    threads took per Node write (the same client's floor on this machine, that minute: the
+    baseline beside the controller's CPU per node update)."""
     queue = sorted(fleet.nodes)
     writers = ThreadPoolExecutor(max_workers=PACER_THREADS, thread_name_prefix="pacer")
     handed: set[str] = set()
+    spent = [0.0]
+    lock = threading.Lock()
+
+    def write(name: str, body: Obj) -> None:
+        began = time.thread_time()
+        kube.request("PATCH", f"{NODES}/{name}", body=body, content_type=MERGE)
+        took = time.thread_time() - began
+        with lock:
+            spent[0] += took
+
     start = time.monotonic()
     while True:
         in_flight = fleet.not_on(target, handed)
@@ -230,12 +245,11 @@ def pace(fleet: Fleet, kube: Kube, target: str, limit: int) -> float:
             handed.add(name)
             in_flight += 1
             body = {"metadata": {"annotations": {Annotation.DESIRED_CONFIG: target}}}
-            writers.submit(kube.request, "PATCH", f"{NODES}/{name}", body=body,
-                           content_type=MERGE)  # fmt: skip
+            writers.submit(write, name, body)
         with fleet.changed:
             fleet.changed.wait(0.2)
     writers.shutdown()
-    return time.monotonic() - start
+    return time.monotonic() - start, spent[0] / max(1, len(queue))
 
 
 def server_requests(kube: Kube) -> float:
@@ -418,10 +432,11 @@ def main() -> None:
             ctl = None
             wait_for(lambda: fleet is not None and fleet.all_on(new), 60, "settled")
             fleet.reset_peak()
-            pacer = pace(fleet, kube, "rendered-worker-pacer", limit)
+            pacer, pacer_cpu = pace(fleet, kube, "rendered-worker-pacer", limit)
             pacer_peak, pacer_refill = fleet.peak, fleet.refill()
             progress(f"pacer: {pacer:.1f} s, peak unavailable {pacer_peak}, "
-                     f"a free slot waited {pacer_refill:.2f} s on average")  # fmt: skip
+                     f"a free slot waited {pacer_refill:.2f} s on average, "
+                     f"{pacer_cpu * 1000:.2f} ms of CPU a write")  # fmt: skip
         finally:
             if fleet is not None:
                 fleet.stop.set()
@@ -462,6 +477,13 @@ def main() -> None:
     rows += [
         Row("controller peak RSS", rss, 150.0, "<= 150 MiB", rss <= 150, unit="MB"),
         Row("controller CPU per node update", cpu_ms, 0.0015, "<= 1.5 ms", cpu_ms <= 0.0015),
+        Row(
+            "controller CPU per node update vs pacer's per write",
+            cpu_ms,
+            pacer_cpu,
+            "(report only)",
+            True,
+        ),
         Row(
             "controller passes per node update",
             passes / updates,
