@@ -162,9 +162,15 @@ class Informer:
                 return
 
     def _put(self, obj: Obj, notify: bool, kind: str = "MODIFIED") -> None:
+        name = _name(obj)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if notify and version:
+            with self._lock:
+                have = self._items.get(name)
+            if have is not None and (have.get("metadata") or {}).get("resourceVersion") == version:
+                return  # the watch's copy of a version already in (this process's own write)
         if self.transform is not None:
             obj = self.transform(obj)
-        name = _name(obj)
         with self._lock:
             have = self._items.get(name)
             if have is not None and _rv(have) > _rv(obj):

@@ -105,3 +105,28 @@ def test_an_event_that_changes_only_the_resource_version_wakes_nobody() -> None:
     assert [(o and o["metadata"]["labels"], n and n["metadata"]["labels"]) for o, n in diffs] == [
         ({"role": "a"}, {"role": "b"}), ({"role": "b"}, None)]  # fmt: skip
     assert informer._rv == "8" and informer.items() == []
+
+
+def test_the_watchs_copy_of_a_version_already_taken_in_is_not_read_again() -> None:
+    """This process's own write went into the cache; the watch's copy of that very version
+    is neither trimmed again nor compared (half a big rollout's Node events are such echoes),
+    and a later version of the same Node is taken in as before."""
+    trimmed: list[str] = []
+
+    def counting(obj: Obj) -> Obj:
+        trimmed.append(obj["metadata"]["resourceVersion"])
+        return obj
+
+    server = Events([
+        {"type": "MODIFIED", "object": node("5", {"role": "a"}, "Working")},  # our own echo
+        {"type": "MODIFIED", "object": node("6", {"role": "a"}, "Done")},
+    ])  # fmt: skip
+    changes: list[str] = []
+    informer = Informer(server, "/api/v1/nodes", lambda k, _o: changes.append(k),  # type: ignore[arg-type]
+                        copies=False, transform=counting)  # fmt: skip
+    informer._rv = "4"
+    informer.observe(node("5", {"role": "a"}, "Working"))
+    informer._watch_once(threading.Event())
+    assert trimmed == ["5", "6"], "the observed write once, the echo never, the next version once"
+    assert changes == ["MODIFIED"]
+    assert informer.items()[0]["metadata"]["resourceVersion"] == "6"
