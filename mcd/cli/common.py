@@ -31,7 +31,7 @@ from mcd.model.machineconfig import MachineConfig, load_machine_config
 from mcd.model.text import printable
 
 if TYPE_CHECKING:
-    from mcd.cluster.transport import Connection
+    from mcd.cluster.wire.transport import Connection
 
 __all__ = [
     "EXIT_BAD_INPUT",

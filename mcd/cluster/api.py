@@ -1,7 +1,8 @@
 """The API server connection: client configuration and JSON requests as plain dicts.
 
-Requests go through one urllib3 pool (:mod:`mcd.cluster.transport`), configured by
-:mod:`mcd.cluster.kubeconfig` from the in-cluster service account or a kubeconfig file;
+A request goes on a kept-alive connection (:mod:`mcd.cluster.wire.http11`), a watch through
+one urllib3 pool (:mod:`mcd.cluster.wire.transport`), configured by
+:mod:`mcd.cluster.wire.kubeconfig` from the in-cluster service account or a kubeconfig file;
 the official ``kubernetes`` client is imported only for a kubeconfig whose user runs an
 exec or auth-provider plugin. Bodies are JSON parsed here into plain dicts, so a field
 no model knows (or a MachineConfig, which has no model) never breaks the agent, and an
@@ -22,8 +23,9 @@ from typing import Any
 
 import urllib3
 
-from mcd.cluster.kubeconfig import KubeconfigError, from_files, in_cluster, kubeconfig_files
-from mcd.cluster.transport import USER_AGENT, Connection
+from mcd.cluster.wire.http11 import BadResponse
+from mcd.cluster.wire.kubeconfig import KubeconfigError, from_files, in_cluster, kubeconfig_files
+from mcd.cluster.wire.transport import USER_AGENT, Connection
 
 Obj = dict[str, Any]
 
@@ -78,7 +80,7 @@ def load_client(
 ) -> Connection:
     """As kubectl finds its cluster: ``--kubeconfig``, else ``KUBECONFIG`` (``a:b`` merged),
     else ``~/.kube/config``, else the in-cluster service account; ``context`` as
-    ``--context`` (:func:`mcd.cluster.kubeconfig.kubeconfig_files`).
+    ``--context`` (:func:`mcd.cluster.wire.kubeconfig.kubeconfig_files`).
 
     With ``root_mount`` (``mcd start``), no ``~/.kube/config`` (an agent runs on its own
     account, not its host user's), and the in-cluster credentials talk to the API
@@ -150,14 +152,16 @@ class Kube:
         content_type: str = JSON,
         timeout: float | None = None,
     ) -> Obj:
-        response = self._call(method, path, query, body, content_type, timeout or self.timeout)
+        headers = {"Accept": JSON, "Content-Type": content_type}
+        params = [(k, _param(v)) for k, v in (query or {}).items() if v is not None]
+        data = None if body is None else json.dumps(body).encode()
         try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as e:
+            reply = self.api.send(method, path, params, headers, data, timeout or self.timeout)
+        except (urllib3.exceptions.HTTPError, OSError, BadResponse) as e:
             raise self._unreachable(f"{method} {path}", e) from e
-        finally:
-            response.release_conn()
-        return json.loads(data) if data else {}
+        if not 200 <= reply.status < 300:
+            raise _api_error(reply.status, reply.reason, reply.data)
+        return json.loads(reply.data) if reply.data else {}
 
     def stream(
         self, path: str, query: Mapping[str, Any], timeout: float,

@@ -13,7 +13,7 @@ from typing import ClassVar
 import pytest
 
 from mcd.cluster.api import Kube
-from mcd.cluster.transport import Connection
+from mcd.cluster.wire.transport import Connection
 
 
 class Handler(BaseHTTPRequestHandler):

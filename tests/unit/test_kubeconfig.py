@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcd.cluster.api import ConfigurationError, Kube, load_client
-from mcd.cluster.kubeconfig import KubeconfigError, from_file, in_cluster
+from mcd.cluster.wire.kubeconfig import KubeconfigError, from_file, in_cluster
 from tests.fakes.tls import serving_context
 
 

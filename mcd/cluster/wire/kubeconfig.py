@@ -1,7 +1,7 @@
 """Where the API server is and how to authenticate, found as kubectl finds it
 (:func:`kubeconfig_files`: ``--kubeconfig``, else ``KUBECONFIG=a:b`` merged by kubectl's
 rules, else ``~/.kube/config``, else the in-cluster service account; ``--context``), read into
-a :class:`~mcd.cluster.transport.Connection`.
+a :class:`~mcd.cluster.wire.transport.Connection`.
 
 A small reader for what nodes and tests use (server, CA file or data,
 ``insecure-skip-tls-verify``, ``tls-server-name``, client certificate and key as files or
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd.cluster.transport import Connection, Tls, TokenFile, basic_auth, static_header
+from mcd.cluster.wire.transport import Connection, Tls, TokenFile, basic_auth, static_header
 
 
 class KubeconfigError(Exception):

@@ -3,7 +3,7 @@
 The agent talks to the API server through urllib3 directly: no ``ApiClient``, no
 models, no pydantic, no requests/oauthlib (the official client's configuration loader
 pulls those in: ~12 MB of an idle ``mcd start``). The pool is built once from a
-:class:`Connection`, which :mod:`mcd.cluster.kubeconfig` fills from the in-cluster service
+:class:`Connection`, which :mod:`mcd.cluster.wire.kubeconfig` fills from the in-cluster service
 account or a kubeconfig file (or, for exec and auth-provider plugins, from the official
 client's full loader). A bearer token read from a file is read again when the file changes
 (a projected service account token is rotated by the kubelet) and at least every minute,
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
+
+from mcd.cluster.wire.http11 import Origin, Reply
 
 USER_AGENT = "machine-config-daemon"
 TOKEN_REFRESH_SECONDS = 60.0
@@ -100,6 +102,7 @@ class Connection:
     """Connections kept open (set before the first request)."""
     _pool: urllib3.PoolManager | None = field(default=None, repr=False)
     _direct: tuple[urllib3.HTTPConnectionPool, str] | None = field(default=None, repr=False)
+    _origin: tuple[Origin, str] | None = field(default=None, repr=False)
 
     @property
     def pool(self) -> urllib3.PoolManager:
@@ -146,6 +149,54 @@ class Connection:
             _load_cert_chain(context, tls)
         return context
 
+    def _plain(self) -> tuple[Origin, str] | None:
+        """The API server's kept-alive connections (:mod:`mcd.cluster.wire.http11`) and the
+        path its URL starts with, when there is no proxy."""
+        if self._origin is None and not self.proxy:
+            url = urllib.parse.urlsplit(self.host)
+            https = url.scheme == "https"
+            origin = Origin(
+                url.hostname or "", url.port or (443 if https else 80),
+                self._ssl_context() if https else None, self.tls.server_name, self.pool_size,
+            )  # fmt: skip
+            self._origin = (origin, url.path.rstrip("/"))
+        return self._origin
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeout: float,
+    ) -> Reply:
+        """One request and its whole response (not a stream: :meth:`open`), on a kept-alive
+        connection; through the pool manager with a proxy or when the server redirects
+        (sent again through it, which follows the redirect)."""
+        if query:
+            path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        sent = self._headers(headers)
+        plain = self._plain()
+        if plain is not None:
+            origin, prefix = plain
+            reply = origin.request(method, prefix + path, sent, body, timeout)
+            if not (300 <= reply.status < 400 and reply.headers.get("location")):
+                return reply
+        response = self.pool.request(
+            method, self.host.rstrip("/") + path, body=body, headers=sent,
+            timeout=urllib3.Timeout(timeout),
+        )  # fmt: skip
+        headers_ = {k.lower(): v for k, v in response.headers.items()}
+        return Reply(response.status, response.reason or "", headers_, response.data)
+
+    def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        sent = {**headers, "User-Agent": self.user_agent}
+        auth = self.authorization()
+        if auth:
+            sent["Authorization"] = auth
+        return sent
+
     def open(
         self,
         method: str,
@@ -159,10 +210,7 @@ class Connection:
         as the pool manager follows it (the request is sent again through it)."""
         if query:
             path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-        sent = {**headers, "User-Agent": self.user_agent}
-        auth = self.authorization()
-        if auth:
-            sent["Authorization"] = auth
+        sent = self._headers(headers)
         server = self._server()
         if server is not None:
             pool, prefix = server
@@ -181,7 +229,9 @@ class Connection:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.clear()
-        self._direct = None
+        if self._origin is not None:
+            self._origin[0].close()
+        self._direct = self._origin = None
 
 
 def _load_cert_chain(context: ssl.SSLContext, tls: Tls) -> None:
