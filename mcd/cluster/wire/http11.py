@@ -94,7 +94,18 @@ class _Link:
             return False
         poll = select.poll()
         poll.register(self.sock, select.POLLIN)
-        return not poll.poll(0)
+        if not poll.poll(0):
+            return True
+        if not isinstance(self.sock, ssl.SSLSocket):
+            return False
+        self.timeout(0.0)  # a TLS record that carries no data (a session ticket) is no answer
+        try:
+            self.sock.recv(1)
+        except ssl.SSLWantReadError:
+            return True
+        except OSError:
+            return False
+        return False  # bytes no request asked for, or the end of the connection
 
     def _fill(self) -> None:
         chunk = self.sock.recv(RECEIVE)
