@@ -165,10 +165,11 @@ class Kube:
 
     def stream(
         self, path: str, query: Mapping[str, Any], timeout: float,
-        opened: Callable[[], None] | None = None,
+        opened: Callable[[], None] | None = None, skip: Callable[[bytes], bool] | None = None,
     ) -> Iterator[Obj]:  # fmt: skip
         """A watch: one dict per JSON line until the server ends the stream; ``opened`` is
-        called once the server has accepted it (before any event).
+        called once the server has accepted it (before any event); a line ``skip`` says
+        True of is not parsed (nor yielded).
 
         A stream cut short (the connection closed between chunks, inside one, or inside an
         event's line) ends with an :class:`ApiError` (reason ``StreamCut``) saying so and
@@ -188,7 +189,8 @@ class Kube:
                 for line in lines:
                     if line.strip():
                         events += 1
-                        yield json.loads(line)
+                        if skip is None or not skip(line):
+                            yield json.loads(line)
             if pending.strip():
                 try:
                     last = json.loads(pending)

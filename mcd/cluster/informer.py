@@ -8,7 +8,8 @@ change the cache takes in (never while holding the cache's lock); ``on_diff`` be
 the object before and after (None when there was none: added, or deleted). An event that
 changes nothing but the resourceVersion of what the cache keeps (the watch's echo of an object
 this process wrote and :meth:`Informer.observe`, or a Node's heartbeat once ``transform``
-dropped its times) is taken in without either call: nothing a reader reads changed.
+dropped its times) is taken in without either call: nothing a reader reads changed. The echo
+of a write :meth:`Informer.observe` took in is not even parsed.
 
 ``transform`` keeps only what the reader needs of each object (at 5,000 Nodes a full Node,
 images and managedFields included, is most of a controller's memory); ``copies=False`` hands
@@ -21,6 +22,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import re
 import threading
 from collections.abc import Callable, Mapping
 
@@ -31,6 +33,11 @@ log = logging.getLogger(__name__)
 
 PAGE = 500
 """Objects per list request (client-go's pager's default)."""
+ECHOES = 20_000
+"""Versions of this process's own writes kept until the watch shows them (past that, the
+oldest are forgotten: their echoes are then parsed and dropped as before)."""
+_MODIFIED = re.compile(rb'\{\s*"type"\s*:\s*"MODIFIED"')
+_VERSION = re.compile(rb'"resourceVersion"\s*:\s*"([0-9]+)"')
 
 
 class Informer:
@@ -64,6 +71,8 @@ class Informer:
         sorted them every time)."""
         self._lock = threading.Lock()
         self._rv: str | None = None
+        self._echoes: dict[str, None] = {}
+        """The versions :meth:`observe` took in whose watch events have not come yet."""
 
     def items(self) -> list[Obj]:
         """The cached objects (copies unless ``copies=False``), by name."""
@@ -81,6 +90,30 @@ class Informer:
     def observe(self, obj: Obj) -> None:
         """Take in an object this process just wrote (newer than the watch may have shown)."""
         self._put(obj, notify=False)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version and _rv(obj) > _rv({"metadata": {"resourceVersion": self._rv}}):
+            with self._lock:  # its line is still to come (the watch goes in version order)
+                self._echoes[str(version)] = None
+                if len(self._echoes) > ECHOES:
+                    del self._echoes[next(iter(self._echoes))]
+
+    def _echo(self, line: bytes) -> bool:
+        """Whether a watch line is the MODIFIED event of a version :meth:`observe` took in:
+        the object the write's answer carried, so the line is not even parsed (at 10,000
+        nodes half the controller's Node events). A resourceVersion names one write of one
+        object, and the object's own is the first in its line (metadata comes first)."""
+        if not self._echoes or not _MODIFIED.match(line):
+            return False
+        found = _VERSION.search(line, 0, 4096)
+        if found is None:
+            return False
+        version = found.group(1).decode("ascii")
+        with self._lock:
+            if version not in self._echoes:
+                return False
+            del self._echoes[version]
+        self._rv = version
+        return True
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -138,7 +171,9 @@ class Informer:
             "allowWatchBookmarks": True,
             "timeoutSeconds": int(self.watch_seconds * (1 + random.random())),
         }
-        for event in self.kube.stream(self.path, query, timeout=2 * self.watch_seconds + 30):
+        for event in self.kube.stream(
+            self.path, query, timeout=2 * self.watch_seconds + 30, skip=self._echo
+        ):
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:

@@ -3,7 +3,9 @@ once, trimmed, at the list's resourceVersion; an expired continue token lists on
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import given, settings
@@ -77,8 +79,17 @@ class Events(Pages):
         super().__init__(0)
         self.events = events
 
-    def stream(self, path: str, query: Obj, timeout: float = 0) -> Any:
-        yield from self.events
+    parsed: list[bytes]
+
+    def stream(self, path: str, query: Obj, timeout: float = 0, skip: Any = None) -> Iterator[Obj]:
+        """Each event as the API server writes it (one compact JSON line), ``skip`` asked
+        first, as :meth:`mcd.cluster.api.Kube.stream` does."""
+        self.parsed = []
+        for event in self.events:
+            line = json.dumps(event, separators=(",", ":")).encode()
+            if skip is None or not skip(line):
+                self.parsed.append(line)
+                yield json.loads(line)
 
 
 def node(version: str, labels: dict[str, str], state: str = "Done") -> Obj:
@@ -130,3 +141,27 @@ def test_the_watchs_copy_of_a_version_already_taken_in_is_not_read_again() -> No
     assert trimmed == ["5", "6"], "the observed write once, the echo never, the next version once"
     assert changes == ["MODIFIED"]
     assert informer.items()[0]["metadata"]["resourceVersion"] == "6"
+
+
+def test_the_watchs_line_of_an_own_write_is_not_even_parsed() -> None:
+    """The MODIFIED line of a version :meth:`Informer.observe` took in is skipped unparsed,
+    the watch resumes after it; any other line (another version, a bookmark or a deletion
+    at a version this process wrote) is parsed as before."""
+    mine = node("5", {"role": "a"}, "Working")
+    server = Events([
+        {"type": "MODIFIED", "object": {"kind": "Node", "apiVersion": "v1", **mine}},
+        {"type": "MODIFIED", "object": node("6", {"role": "a"}, "Done")},
+        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}},
+        {"type": "DELETED", "object": node("7", {"role": "a"}, "Done")},
+    ])  # fmt: skip
+    informer = Informer(server, "/api/v1/nodes", copies=False)  # type: ignore[arg-type]
+    informer._rv = "4"
+    informer.observe(mine)
+    informer.observe(node("7", {"role": "a"}, "Done"))  # its DELETED line is still read
+    informer._watch_once(threading.Event())
+    assert [json.loads(line)["type"] for line in server.parsed] == ["MODIFIED", "BOOKMARK",
+                                                                     "DELETED"]  # fmt: skip
+    assert b'"resourceVersion":"5"' not in b"".join(server.parsed)
+    assert informer._rv == "7" and informer.items() == []
+    informer.observe(node("6", {"role": "a"}, "Done"))  # an answer later than its line
+    assert informer._echoes == {"7": None}, "no version kept whose line has gone by"
