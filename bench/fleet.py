@@ -402,11 +402,11 @@ def main() -> None:
             wait_for(lambda: pool_on(kube, first), 300, "the pool Updated on its first config")
             progress("controller started; the pool is Updated")
             walls, peaks, refills = [], [], []
+            passes0 = controller_passes(metrics)  # a scrape (its CPU outside the rollouts')
             cpu0, rss0 = proc_usage(ctl.pid)
             progress(f"controller after its first sync: {cpu0:.1f} s CPU, peak RSS {rss0:.1f} MiB")
             spy = profiler(ctl.pid)
             served0, mine0 = server_requests(kube), CountingKube.count
-            passes0 = controller_passes(metrics)
             for name in ("50-fleet-a", "50-fleet-b"):
                 before = target_of(kube)
                 fleet.reset_peak()
