@@ -171,12 +171,10 @@ class Connection:
         body: bytes | None,
         timeout: float,
     ) -> Reply:
-        """One request and its whole response (not a stream: :meth:`open`), on a kept-alive
+        """One request and its whole response (a stream: :meth:`open`), on a kept-alive
         connection; through the pool manager with a proxy or when the server redirects
         (sent again through it, which follows the redirect)."""
-        if query:
-            path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-        sent = self._headers(headers)
+        path, sent = self._prepared(path, query, headers)
         plain = self._plain()
         if plain is not None:
             origin, prefix = plain
@@ -190,12 +188,18 @@ class Connection:
         headers_ = {k.lower(): v for k, v in response.headers.items()}
         return Reply(response.status, response.reason or "", headers_, response.data)
 
-    def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+    def _prepared(
+        self, path: str, query: Sequence[tuple[str, str]], headers: Mapping[str, str]
+    ) -> tuple[str, dict[str, str]]:
+        """The path with its query string, and the headers with mcd's User-Agent and the
+        credentials of the moment."""
+        if query:
+            path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         sent = {**headers, "User-Agent": self.user_agent}
         auth = self.authorization()
         if auth:
             sent["Authorization"] = auth
-        return sent
+        return path, sent
 
     def open(
         self,
@@ -208,9 +212,7 @@ class Connection:
     ) -> urllib3.BaseHTTPResponse:
         """The response with its body unread (``release_conn`` it). A redirect is followed
         as the pool manager follows it (the request is sent again through it)."""
-        if query:
-            path += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-        sent = self._headers(headers)
+        path, sent = self._prepared(path, query, headers)
         server = self._server()
         if server is not None:
             pool, prefix = server
